@@ -1,0 +1,335 @@
+"""`perfwarden collect decode`: the built-in TP decode benchmark, one run record per batch size.
+
+Timed trials and profiling are separate passes, so a trace never slows the measured numbers.
+Each trial is one tok/s sample: tokens produced / wall time, the device synchronized before and
+after, warm-up excluded (spec/metrics.md).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import env as envinfo
+from ..record import determinism, digest, metric
+
+KV_LOG_FORMAT = "GPU KV cache size: {tokens:,} tokens"
+
+
+@dataclass
+class DecodeConfig:
+    device: str = "cpu"
+    tp: int = 1
+    batch_sizes: list[int] = field(default_factory=lambda: [1])
+    trials: int = 5
+    steps: int = 32
+    warmup: int = 8
+    order: str = "overlap"
+    cuda_graphs: bool = False
+    profile: str = "none"  # none | nsys | torch
+    profile_steps: int = 10
+    profile_batch_sizes: list[int] | None = None
+    shape: dict = field(default_factory=dict)
+    gpu_memory_utilization: float = 0.9
+    kv_cache_gib: float = 4.0  # CPU only: memory granted to the KV cache
+    extra_work: int = 0
+    plant_pct: float = 0.0  # planted slowdown, percent of the step time (CUDA only)
+    seed: int = 1234
+    benchmark: str = "moe-decode"
+    label: str | None = None
+    workdir: str = ""
+    nsys_pass: bool = False  # internal: this process runs under nsys for the profile pass
+    quiet: bool = False
+
+
+def _log(cfg: DecodeConfig, msg: str) -> None:
+    if not cfg.quiet:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cfg: DecodeConfig) -> list[dict]:
+    """Run every batch size; returns run records (without trace files attached)."""
+    import torch
+
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda: no CUDA device is visible")
+    if cfg.device == "cuda" and torch.cuda.device_count() < cfg.tp:
+        raise RuntimeError(f"--tp {cfg.tp} needs {cfg.tp} GPUs, {torch.cuda.device_count()} visible")
+    if cfg.cuda_graphs and cfg.device != "cuda":
+        raise RuntimeError("--cuda-graphs needs --device cuda")
+    cfg.workdir = cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-decode-")
+    Path(cfg.workdir).mkdir(parents=True, exist_ok=True)
+    result_file = Path(cfg.workdir) / ("nsys_results.json" if cfg.nsys_pass else "results.json")
+    started = envinfo.utc_now()
+    _spawn(cfg, result_file)
+    if cfg.nsys_pass:
+        return []
+    results = json.loads(result_file.read_text())
+    records = [_record(cfg, r, started) for r in results]
+    if cfg.profile != "none" and not cfg.nsys_pass:
+        _profile(cfg, records)
+    return records
+
+
+def _spawn(cfg: DecodeConfig, result_file: Path) -> None:
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # started by torchrun
+        _worker(int(os.environ["RANK"]), cfg, None, str(result_file))
+        return
+    if cfg.tp == 1:
+        _worker(0, cfg, None, str(result_file))
+        return
+    import torch.multiprocessing as mp
+
+    port = _free_port()
+    mp.spawn(_worker, args=(cfg, port, str(result_file)), nprocs=cfg.tp, join=True)
+
+
+def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from .model import ModelShape, MoEDecoder
+
+    tp = cfg.tp
+    if tp > 1 or "WORLD_SIZE" in os.environ:
+        backend = "nccl" if cfg.device == "cuda" else "gloo"
+        if port is not None:
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                    world_size=tp)
+        else:
+            dist.init_process_group(backend)
+    if cfg.device == "cuda":
+        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    else:
+        device = torch.device("cpu")
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // tp))
+    shape = ModelShape(**cfg.shape) if cfg.shape else (
+        ModelShape() if cfg.device == "cuda" else ModelShape.small())
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if tp > 1:
+            dist.barrier()
+
+    results = []
+    profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
+    for M in cfg.batch_sizes:
+        if cfg.nsys_pass and M not in profiled:
+            continue
+        model = MoEDecoder(shape, cfg.order, device, tp, rank, M, seed=cfg.seed,
+                           extra_work=cfg.extra_work)
+        g = torch.Generator(device="cpu").manual_seed(cfg.seed)
+        first = torch.randint(0, shape.vocab, (M,), generator=g)
+        model.reset(first)
+        if cfg.cuda_graphs:
+            model.capture_graph()
+        with torch.inference_mode():
+            for i in range(cfg.warmup):
+                model.step(i)
+        sync()
+        plant = None
+        if cfg.plant_pct:
+            if device.type != "cuda":
+                raise RuntimeError("--plant-slowdown-pct needs --device cuda")
+            plant = model.calibrate_plant(cfg.plant_pct, sync)
+            if rank == 0:
+                _log(cfg, f"[M={M}] planted {plant['plant_us']:.1f} us per step "
+                          f"({cfg.plant_pct}% of {plant['step_us']:.1f} us)")
+        kv_tokens, kv_bytes = _kv_capacity(cfg, shape, device, tp)
+        if rank == 0:
+            _log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
+        if cfg.nsys_pass:
+            _profile_steps(cfg, model, sync, device)
+            continue
+        trials = []
+        for t in range(cfg.trials):
+            model.reset(first)
+            out = torch.empty(cfg.steps, M, dtype=torch.long, device=device)
+            sync()
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                for s in range(cfg.steps):
+                    out[s] = model.step(s)
+            sync()
+            wall = time.perf_counter() - t0
+            tok = out.cpu().numpy().tobytes()
+            trial = {"tok_s": M * cfg.steps / wall, "wall_s": wall, "digest": digest(tok)}
+            if rank == 0:
+                state = envinfo.gpu_state(device.index or 0) if device.type == "cuda" else None
+                if state:
+                    trial["gpu"] = state
+                _log(cfg, f"[M={M}] trial {t + 1}/{cfg.trials}: {trial['tok_s']:.2f} tok/s")
+            trials.append(trial)
+        if cfg.profile == "torch" and M in profiled:
+            trace = Path(cfg.workdir) / f"trace_M{M}_rank{rank}.json.gz"
+            _torch_profile(cfg, model, sync, trace)
+        results.append({"batch_size": M, "trials": trials, "kv_capacity_tokens": kv_tokens,
+                        "kv_bytes_available": kv_bytes, "shape": shape.as_config(),
+                        "kv_bytes_per_token": shape.kv_bytes_per_token(tp), "plant": plant})
+        del model
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    if rank == 0 and not cfg.nsys_pass:
+        Path(result_file).write_text(json.dumps(results))
+    if tp > 1 or "WORLD_SIZE" in os.environ:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _kv_capacity(cfg: DecodeConfig, shape, device, tp: int) -> tuple[int, int]:
+    """floor(bytes available for the KV cache / bytes per token), minimum over ranks."""
+    import torch
+    import torch.distributed as dist
+
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        available = int(total * cfg.gpu_memory_utilization) - (total - free)
+    else:
+        available = int(cfg.kv_cache_gib * (1 << 30))
+    tokens = max(0, available) // shape.kv_bytes_per_token(tp)
+    if tp > 1:
+        t = torch.tensor([tokens], dtype=torch.long, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+        tokens = int(t.item())
+    return int(tokens), int(available)
+
+
+def _profile_steps(cfg: DecodeConfig, model, sync, device) -> None:
+    import torch
+
+    sync()
+    if device.type == "cuda":
+        torch.cuda.profiler.start()
+    with torch.inference_mode():
+        for s in range(cfg.profile_steps):
+            model.step(s)
+    sync()
+    if device.type == "cuda":
+        torch.cuda.profiler.stop()
+
+
+def _torch_profile(cfg: DecodeConfig, model, sync, out: Path) -> None:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cfg.device == "cuda" else [])
+    model.marker.record_function = True
+    with profile(activities=acts) as prof:
+        _profile_steps(cfg, model, sync, torch.device(cfg.device))
+    model.marker.record_function = False
+    raw = out.with_suffix("")  # .json
+    prof.export_chrome_trace(str(raw))
+    import gzip
+
+    with open(raw, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    raw.unlink()
+
+
+def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
+    trials = r["trials"]
+    digests = [t["digest"] for t in trials]
+    config = {"tp": cfg.tp, "batch_size": r["batch_size"], "shared_experts": cfg.order,
+              "cuda_graphs": cfg.cuda_graphs, "device": cfg.device, "steps": cfg.steps,
+              "layers": r["shape"]["layers"], "hidden": r["shape"]["hidden"],
+              "experts": r["shape"]["experts"], "top_k": r["shape"]["top_k"],
+              "dtype": r["shape"]["dtype"]}
+    if cfg.extra_work:
+        config["extra_work"] = cfg.extra_work
+    if cfg.plant_pct:
+        config["planted_slowdown_pct"] = cfg.plant_pct
+    rec = {"benchmark": cfg.benchmark, "config": config,
+           "hardware": envinfo.hardware(cfg.device, cfg.tp), "environment": envinfo.environment(),
+           "started_at": started,
+           "metrics": {"tok_s": metric("tok_s", [t["tok_s"] for t in trials]),
+                       "kv_capacity_tokens": {"unit": "tokens", "direction": "higher",
+                                              "samples": [r["kv_capacity_tokens"]]}},
+           "determinism": determinism(digests),
+           "trials": [{k: v for k, v in t.items() if k != "digest"} for t in trials],
+           "kv_cache": {"bytes_available": r["kv_bytes_available"],
+                        "bytes_per_token": r["kv_bytes_per_token"], "derived": True}}
+    if r.get("plant"):
+        rec["plant"] = r["plant"]
+    rec.update(envinfo.git_info())
+    if cfg.label:
+        rec["label"] = cfg.label
+    return rec
+
+
+def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
+    """Profile pass: one trace per profiled batch size, analyzed, summary into its record."""
+    from ..traces import Options, analyze_files
+
+    profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
+    traces: dict[int, list[Path]] = {}
+    if cfg.profile == "torch":
+        for M in profiled:
+            traces[M] = sorted(Path(cfg.workdir).glob(f"trace_M{M}_rank*.json.gz"))
+    else:
+        for M in profiled:
+            traces[M] = [_nsys_pass(cfg, M)]
+    for rec in records:
+        M = rec["config"]["batch_size"]
+        files = traces.get(M)
+        if not files:
+            continue
+        _log(cfg, f"[M={M}] analyzing {', '.join(p.name for p in files)}")
+        summary = analyze_files(files, Options())
+        summary["kernels"] = summary["kernels"][:50]
+        rec["trace_summary"] = summary
+        rec["trace_files"] = [str(p) for p in files]
+        for key in ("aux_gap_mean_us", "aux_idle_per_step_us"):
+            if summary.get(key) is not None:
+                rec["metrics"][key] = metric(key, [summary[key]])
+
+
+def nsys_binary() -> str | None:
+    return os.environ.get("NSYS") or shutil.which("nsys")
+
+
+def _nsys_pass(cfg: DecodeConfig, M: int) -> Path:
+    nsys = nsys_binary()
+    if not nsys:
+        raise RuntimeError("--profile nsys: nsys not found (put it on PATH or set NSYS)")
+    base = Path(cfg.workdir) / f"nsys_M{M}"
+    cmd = [nsys, "profile", "-t", "cuda,nvtx", "--capture-range=cudaProfilerApi",
+           "--trace-fork-before-exec=true", "--force-overwrite", "true", "-o", str(base)]
+    if cfg.cuda_graphs:
+        cmd.append("--cuda-graph-trace=node")
+    cmd += [sys.executable, "-m", "collectors", "collect", "decode", "--nsys-pass",
+            "--device", cfg.device, "--tp", str(cfg.tp), "--batch-sizes", str(M),
+            "--warmup", str(cfg.warmup), "--profile-steps", str(cfg.profile_steps),
+            "--order", cfg.order, "--seed", str(cfg.seed), "--extra-work", str(cfg.extra_work),
+            "--plant-slowdown-pct", str(cfg.plant_pct),
+            "--workdir", str(Path(cfg.workdir) / "nsys-pass"), "--quiet"]
+    if cfg.cuda_graphs:
+        cmd.append("--cuda-graphs")
+    if cfg.shape:
+        cmd += ["--shape", json.dumps(cfg.shape)]
+    _log(cfg, f"[M={M}] nsys profile pass ({cfg.profile_steps} steps)")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    rep = base.with_suffix(".nsys-rep")
+    if r.returncode != 0 or not rep.exists():
+        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"nsys profile failed: {' | '.join(tail)}")
+    out = base.with_suffix(".sqlite")
+    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+                        str(out), str(rep)], capture_output=True, text=True)
+    if e.returncode != 0 or not out.exists():
+        raise RuntimeError(f"nsys export failed: {(e.stderr or e.stdout).strip()[-300:]}")
+    return out

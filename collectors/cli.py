@@ -1,0 +1,345 @@
+"""Collector commands: `collect decode`, `collect command`, `analyze`, `ingest`.
+
+argparse (standard library) so these run on GPU images without extra packages; `perfwarden`
+(service/cli.py) mounts the same parsers beside the server commands.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not vals or any(v <= 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return vals
+
+
+def _stream(text: str) -> tuple[int, int]:
+    try:
+        d, s = text.split(":")
+        return int(d), int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected DEVICE:STREAM, got {text!r}") from None
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (v > 0 if kind is int else (v >= 0 and math.isfinite(v))):
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return v
+    return parse
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    collect = sub.add_parser("collect", help="run benchmarks on this node and write run records")
+    csub = collect.add_subparsers(dest="collect_cmd", required=True)
+
+    d = csub.add_parser("decode", help="built-in tensor-parallel MoE decode benchmark")
+    d.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    d.add_argument("--tp", type=_positive(int), default=1)
+    d.add_argument("--batch-sizes", type=_ints, default=[1], help="the M sweep, e.g. 1,4,7,8")
+    d.add_argument("--trials", type=_positive(int), default=5)
+    d.add_argument("--steps", type=_positive(int), default=32, help="timed decode steps per trial")
+    d.add_argument("--warmup", type=int, default=8)
+    d.add_argument("--layers", type=_positive(int))
+    d.add_argument("--shared-experts", "--order", dest="order", default="overlap",
+                   choices=["overlap", "late", "serial"])
+    d.add_argument("--cuda-graphs", action="store_true")
+    d.add_argument("--profile", choices=["none", "nsys", "torch"], default="none")
+    d.add_argument("--profile-steps", type=_positive(int), default=10)
+    d.add_argument("--profile-batch-sizes", type=_ints)
+    d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
+    d.add_argument("--kv-cache-gib", type=_positive(float), default=4.0,
+                   help="CPU only: memory granted to the KV cache")
+    d.add_argument("--extra-work", type=int, default=0,
+                   help="planted slowdown: extra shared-expert passes per layer")
+    d.add_argument("--plant-slowdown-pct", type=_positive(float), default=0.0,
+                   help="CUDA: add a spin kernel costing this percent of the step time")
+    d.add_argument("--seed", type=int, default=1234)
+    d.add_argument("--benchmark", default="moe-decode")
+    d.add_argument("--label")
+    d.add_argument("--out", help="write the run records (JSON list) here")
+    d.add_argument("--server", help="post the run records (and traces) to this perfwarden server")
+    d.add_argument("--workdir", help="keep traces and intermediate files here (default: a temp dir)")
+    d.add_argument("--nsys-pass", action="store_true", help=argparse.SUPPRESS)
+    d.add_argument("--quiet", action="store_true")
+    d.set_defaults(func=cmd_collect_decode)
+
+    c = csub.add_parser("command", help="run your own benchmark command N times and read its output")
+    c.add_argument("--repeat", type=_positive(int), default=3)
+    c.add_argument("--result", help="result file the command writes (vllm bench --output-json/"
+                                    "--result-filename); read after each repeat")
+    c.add_argument("--nsys", action="store_true", help="run the last repeat under nsys")
+    c.add_argument("--benchmark")
+    c.add_argument("--label")
+    c.add_argument("--out")
+    c.add_argument("--server")
+    c.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ...")
+    c.set_defaults(func=cmd_collect_command)
+
+    a = sub.add_parser("analyze", help="per-step auxiliary-stream gaps, overlap and kernels of traces")
+    a.add_argument("traces", nargs="+", metavar="TRACE")
+    a.add_argument("--step-regex", default="decode_step")
+    a.add_argument("--main-stream", type=_stream, action="append", default=[])
+    a.add_argument("--aux-stream", type=_stream, action="append", default=[])
+    a.add_argument("--min-gap-us", type=_positive(float), default=10.0)
+    a.add_argument("--diff", nargs="+", metavar="CANDIDATE_TRACE",
+                   help="compare against these traces (the candidate)")
+    a.add_argument("--guard-kernels", metavar="REGEX",
+                   help="ordering check: main-stream kernels that must never run beside aux work")
+    a.add_argument("--json", action="store_true")
+    a.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    a.set_defaults(func=cmd_analyze)
+
+    i = sub.add_parser("ingest", help="engine outputs / run records -> run records")
+    i.add_argument("files", nargs="+", metavar="FILE")
+    i.add_argument("--benchmark")
+    i.add_argument("--label")
+    i.add_argument("--batch-size", type=_positive(int))
+    i.add_argument("--output-len", type=_positive(int))
+    i.add_argument("--server")
+    i.add_argument("--out")
+    i.set_defaults(func=cmd_ingest)
+
+
+def _emit(records: list[dict], out: str | None, server: str | None) -> None:
+    from .record import post_record, post_trace, write_records
+
+    if out:
+        write_records(records, out)
+        print(f"wrote {len(records)} run record(s) to {out}", file=sys.stderr)
+    if server:
+        for n, rec in enumerate(records, 1):
+            files = rec.pop("trace_files", [])
+            rid = post_record(server, rec)
+            print(f"posted run {n}/{len(records)}: id {rid}", file=sys.stderr)
+            for f in files:
+                res = post_trace(server, rid, Path(f))
+                print(f"  uploaded trace {Path(f).name}: id {res.get('id')}", file=sys.stderr)
+    if not out and not server:
+        json.dump(records, sys.stdout, indent=1)
+        print()
+
+
+def cmd_collect_decode(args) -> int:
+    from .bench.decode import DecodeConfig, run
+
+    shape = {}
+    if args.shape:
+        try:
+            shape = json.loads(args.shape)
+        except json.JSONDecodeError as e:
+            raise CliError(f"--shape: not JSON ({e.msg})") from None
+    if args.layers:
+        from .bench.model import ModelShape
+
+        base = ModelShape() if args.device == "cuda" else ModelShape.small()
+        shape = {**base.as_config(), **shape, "layers": args.layers}
+    cfg = DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
+                       trials=args.trials, steps=args.steps, warmup=args.warmup, order=args.order,
+                       cuda_graphs=args.cuda_graphs, profile=args.profile,
+                       profile_steps=args.profile_steps,
+                       profile_batch_sizes=args.profile_batch_sizes, shape=shape,
+                       kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
+                       plant_pct=args.plant_slowdown_pct, workdir=args.workdir or "",
+                       benchmark=args.benchmark, label=args.label, nsys_pass=args.nsys_pass,
+                       quiet=args.quiet)
+    try:
+        records = run(cfg)
+    except (RuntimeError, ValueError) as e:
+        raise CliError(str(e)) from None
+    if args.nsys_pass:
+        return 0
+    for r in records:
+        s = r["metrics"]["tok_s"]["samples"]
+        print(f"M={r['config']['batch_size']}: tok/s mean {sum(s) / len(s):.2f} over {len(s)} "
+              f"trials, KV cache {r['metrics']['kv_capacity_tokens']['samples'][0]:,} tokens, "
+              f"{r['determinism']['identical']}/{r['determinism']['repeats']} bitwise identical",
+              file=sys.stderr)
+    _emit(records, args.out, args.server)
+    return 0
+
+
+def cmd_collect_command(args) -> int:
+    from .engines.ingest import ingest
+    from .engines.vllm import EngineOutputError
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise CliError("collect command: give the command after --")
+    work = Path(tempfile.mkdtemp(prefix="perfwarden-cmd-"))
+    inputs: list[Path] = []
+    for i in range(args.repeat):
+        run_cmd = list(cmd)
+        if args.nsys and i == args.repeat - 1:
+            from .bench.decode import nsys_binary
+
+            nsys = nsys_binary()
+            if not nsys:
+                raise CliError("--nsys: nsys not found (PATH or NSYS)")
+            run_cmd = [nsys, "profile", "-t", "cuda,nvtx", "--force-overwrite", "true", "-o",
+                       str(work / "profile")] + run_cmd
+        print(f"repeat {i + 1}/{args.repeat}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        log = work / f"repeat{i + 1}.log"
+        with open(log, "wb") as f:
+            r = subprocess.run(run_cmd, stdout=f, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            raise CliError(f"command exited {r.returncode} on repeat {i + 1}; log: {log}")
+        inputs.append(log)
+        if args.result:
+            res = Path(args.result)
+            if not res.is_file():
+                raise CliError(f"--result {res}: the command did not write it")
+            kept = work / f"repeat{i + 1}{''.join(res.suffixes) or '.json'}"
+            kept.write_bytes(res.read_bytes())
+            inputs.append(kept)
+    logs = [p for p in inputs if p.suffix == ".log"]
+    results = [p for p in inputs if p.suffix != ".log"]
+    useful_logs = []
+    from .engines.logs import looks_like_log
+
+    for p in logs:
+        if looks_like_log(p.read_text(errors="replace")):
+            useful_logs.append(p)
+    try:
+        records, warnings = ingest(results + useful_logs[-1:], benchmark=args.benchmark,
+                                   label=args.label)
+    except EngineOutputError as e:
+        raise CliError(str(e)) from None
+    if len(results) > 1 and records:
+        records = _merge_repeats(records)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    _emit(records, args.out, args.server)
+    return 0
+
+
+def _merge_repeats(records: list[dict]) -> list[dict]:
+    """Repeats of one command are the trials of one run: samples pooled per configuration."""
+    merged: dict[str, dict] = {}
+    for r in records:
+        key = json.dumps([r["benchmark"], r.get("config", {})], sort_keys=True)
+        if key not in merged:
+            merged[key] = r
+            continue
+        for name, m in r["metrics"].items():
+            tgt = merged[key]["metrics"].setdefault(name, {**m, "samples": []})
+            if name not in ("kv_capacity_tokens", "kv_max_concurrency"):
+                tgt["samples"] = tgt["samples"] + m["samples"] if tgt is not m else tgt["samples"]
+    return list(merged.values())
+
+
+def cmd_analyze(args) -> int:
+    from .traces import Options, TraceError
+    from .traces.analysis import analyze, project, stream_roles
+    from .traces.diff import diff_summaries
+    from .traces.load import load_trace
+    from .traces.model import concat_traces
+    from .traces.ordering import check_ordering
+    from .traces.progress import Progress
+
+    import re
+
+    try:
+        re.compile(args.step_regex)
+        if args.guard_kernels:
+            re.compile(args.guard_kernels)
+    except re.error as e:
+        raise CliError(f"invalid regex: {e}") from None
+    opts = Options(step_regex=args.step_regex, min_gap_us=args.min_gap_us,
+                   main_streams=args.main_stream, aux_streams=args.aux_stream)
+    prog = Progress(None if args.quiet else sys.stderr)
+
+    def one(paths):
+        trace = concat_traces([load_trace(p, opts.step_regex, prog) for p in paths])
+        proj = project(trace, opts.step_regex)
+        summary = analyze(trace, opts, proj)
+        if args.guard_kernels:
+            summary["ordering"] = check_ordering(trace, args.guard_kernels, opts, proj,
+                                                 stream_roles(trace, proj, opts))
+        return summary
+
+    try:
+        base = one(args.traces)
+        result = base
+        if args.diff:
+            cand = one(args.diff)
+            result = diff_summaries(base, cand)
+            result["base_summary"], result["candidate_summary"] = base, cand
+    except TraceError as e:
+        raise CliError(str(e)) from None
+    for w in (result.get("warnings") or []) if not args.diff else (
+            base["warnings"] + result["candidate_summary"]["warnings"]):
+        print(f"warning: {w}", file=sys.stderr)
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        from .report import print_analysis, print_diff
+
+        (print_diff if args.diff else print_analysis)(result)
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from .engines.ingest import ingest
+    from .engines.vllm import EngineOutputError
+
+    try:
+        records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
+                                   batch_size=args.batch_size, output_len=args.output_len)
+    except (EngineOutputError, ValueError) as e:
+        raise CliError(str(e)) from None
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    _emit(records, args.out, args.server)
+    return 0
+
+
+def build_parser(prog: str = "perfwarden") -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    p = argparse.ArgumentParser(prog=prog, description="profiler-guided performance regression "
+                                "checks for LLM inference engines")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_commands(sub)
+    return p, sub
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, _ = build_parser()
+    return dispatch(parser, argv)

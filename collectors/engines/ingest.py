@@ -1,0 +1,157 @@
+"""`perfwarden ingest`: engine outputs and run records -> run records (kind detected by content)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..env import utc_now
+from ..record import check
+from .logs import looks_like_log, parse_log
+from .vllm import (EngineOutputError, as_metrics, commands_beside, kind_of, latency_samples,
+                   serve_config, serve_metrics, throughput_metrics)
+
+MAX_INPUT_BYTES = 512 << 20
+
+
+def _read_json_or_lines(path: Path, text: str) -> list[dict] | None:
+    s = text.strip()
+    if not s or s[0] not in "[{":
+        return None
+    try:
+        obj = json.loads(s)
+        if isinstance(obj, list):
+            return [o for o in obj if isinstance(o, dict)] if all(isinstance(o, dict) for o in obj) \
+                else None
+        return [obj] if isinstance(obj, dict) else None
+    except json.JSONDecodeError:
+        pass
+    out = []
+    for i, line in enumerate(s.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EngineOutputError(f"{path}: line {i} is not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict):
+            raise EngineOutputError(f"{path}: line {i} is not a JSON object")
+        out.append(obj)
+    return out
+
+
+def ingest(paths: list[str | Path], benchmark: str | None = None, label: str | None = None,
+           batch_size: int | None = None, output_len: int | None = None,
+           extra_config: dict | None = None) -> tuple[list[dict], list[str]]:
+    """Returns (run records, warnings). Raises EngineOutputError on unusable input."""
+    records: list[dict] = []
+    log_facts = []
+    warnings: list[str] = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise EngineOutputError(f"{p}: no such file")
+        if p.stat().st_size > MAX_INPUT_BYTES:
+            raise EngineOutputError(f"{p}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+        raw = p.read_bytes()
+        if not raw.strip():
+            raise EngineOutputError(f"{p}: empty file")
+        text = raw.decode("utf-8", errors="replace")
+        objs = _read_json_or_lines(p, text)
+        if objs is None:
+            if looks_like_log(text):
+                facts = parse_log(p, text)
+                warnings.extend(facts.warnings)
+                log_facts.append((p, facts))
+                continue
+            raise EngineOutputError(f"{p}: not a vllm bench result, a run record, or a vLLM/SGLang "
+                                    "log with KV-cache lines")
+        if not objs:
+            raise EngineOutputError(f"{p}: no JSON objects")
+        records.extend(_from_objects(p, objs, benchmark, label, batch_size, output_len))
+    if log_facts:
+        if records:
+            for _, facts in log_facts:
+                for rec in records:
+                    rec["metrics"].update(facts.metrics())
+                    if facts.kv_derived:
+                        rec.setdefault("kv_cache", {})["derived"] = True
+        else:
+            for p, facts in log_facts:
+                m = facts.metrics()
+                if not m:
+                    raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
+                records.append({"benchmark": benchmark or f"{facts.engine}-server",
+                                "config": {}, "metrics": m, "started_at": utc_now(),
+                                "source": {"kind": f"{facts.engine}-log", "file": p.name},
+                                **({"label": label} if label else {}),
+                                **({"kv_cache": {"derived": True}} if facts.kv_derived else {})})
+    for rec in records:
+        if extra_config:
+            rec.setdefault("config", {}).update(extra_config)
+        check(rec)
+    return records, warnings
+
+
+def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, output_len) -> list[dict]:
+    kinds = {kind_of(o) for o in objs}
+    if None in kinds:
+        i = [kind_of(o) for o in objs].index(None)
+        raise EngineOutputError(f"{p}: object {i + 1} is neither a vllm bench result nor a run record")
+    if kinds == {"record"}:
+        for o in objs:
+            if label and "label" not in o:
+                o["label"] = label
+        return objs
+    if len(kinds) > 1:
+        raise EngineOutputError(f"{p}: mixes result kinds {sorted(kinds)}")
+    kind = kinds.pop()
+    flags = commands_beside(p)
+    out: list[dict] = []
+    if kind == "serve":
+        groups: dict[str, list[dict]] = {}
+        for o in objs:
+            groups.setdefault(json.dumps(serve_config(o), sort_keys=True), []).append(o)
+        for key, group in groups.items():
+            samples: dict[str, list[float]] = {}
+            for o in group:
+                for k, v in serve_metrics(p, o).items():
+                    samples.setdefault(k, []).append(v)
+            cfg = {**{k: v for k, v in flags.items() if k != "batch_size"}, **json.loads(key)}
+            out.append(_record(p, "vllm-serve", benchmark, label, cfg, samples, group[0]))
+    elif kind == "throughput":
+        samples = {}
+        for o in objs:
+            for k, v in throughput_metrics(p, o).items():
+                samples.setdefault(k, []).append(v)
+        out.append(_record(p, "vllm-throughput", benchmark, label, flags, samples, objs[0]))
+    else:
+        bs = batch_size or flags.get("batch_size")
+        ol = output_len or flags.get("output_len")
+        for o in objs:
+            samples = latency_samples(p, o, bs, ol)
+            cfg = dict(flags)
+            if bs:
+                cfg["batch_size"] = bs
+            if ol:
+                cfg["output_len"] = ol
+            out.append(_record(p, "vllm-latency", benchmark, label, cfg, samples, o))
+    return out
+
+
+def _record(p: Path, kind: str, benchmark, label, config: dict, samples: dict, obj: dict) -> dict:
+    model = config.get("model") or obj.get("model_id") or obj.get("model")
+    name = benchmark or (f"{kind}-{str(model).split('/')[-1]}" if model else kind)
+    rec = {"benchmark": name, "config": config, "metrics": as_metrics(samples),
+           "started_at": _date(obj) or utc_now(), "source": {"kind": kind, "file": p.name}}
+    if label:
+        rec["label"] = label
+    return rec
+
+
+def _date(obj: dict) -> str | None:
+    d = obj.get("date")
+    if isinstance(d, str) and len(d) >= 15 and d[:8].isdigit():  # vllm: YYYYMMDD-HHMMSS
+        try:
+            return f"{d[0:4]}-{d[4:6]}-{d[6:8]}T{d[9:11]}:{d[11:13]}:{d[13:15]}Z"
+        except IndexError:
+            return None
+    return None

@@ -1,0 +1,138 @@
+"""`vllm bench serve|latency|throughput` result files -> run-record metrics (spec/metrics.md)."""
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from pathlib import Path
+
+from ..record import metric
+
+
+class EngineOutputError(ValueError):
+    """An engine output that cannot be used; one line naming the file and the field."""
+
+
+SERVE_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+
+
+def kind_of(obj: dict) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    if "benchmark" in obj and "metrics" in obj:
+        return "record"
+    if "output_throughput" in obj or ("completed" in obj and "request_throughput" in obj):
+        return "serve"
+    if "latencies" in obj and ("avg_latency" in obj or "percentiles" in obj):
+        return "latency"
+    if "tokens_per_second" in obj and "requests_per_second" in obj:
+        return "throughput"
+    return None
+
+
+def _num(path: Path, obj: dict, key: str) -> float:
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise EngineOutputError(f"{path}: field {key} is missing or not a finite number")
+    return float(v)
+
+
+SERVE_CONFIG_KEYS = ("request_rate", "max_concurrency", "burstiness", "num_prompts", "model_id",
+                     "backend", "endpoint_type", "random_input_len", "random_output_len",
+                     "input_len", "output_len", "dataset_name")
+
+
+def serve_config(obj: dict) -> dict:
+    cfg = {}
+    for k in SERVE_CONFIG_KEYS:
+        if k in obj and obj[k] is not None and not isinstance(obj[k], (list, dict)):
+            v = obj[k]
+            if isinstance(v, float) and math.isinf(v):
+                v = "inf"
+            key = {"max_concurrency": "concurrency", "model_id": "model",
+                   "random_input_len": "input_len", "random_output_len": "output_len"}.get(k, k)
+            cfg[key] = v
+    return cfg
+
+
+def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
+    """One sample of each metric from one `vllm bench serve` result."""
+    completed = obj.get("completed")
+    if completed is not None and (not isinstance(completed, (int, float)) or completed <= 0):
+        raise EngineOutputError(f"{path}: no request completed (completed={completed}); "
+                                "refusing to record a throughput of zero")
+    out = {"tok_s": _num(path, obj, "output_throughput")}
+    if "total_token_throughput" in obj:
+        out["total_tok_s"] = _num(path, obj, "total_token_throughput")
+    if "request_throughput" in obj:
+        out["req_s"] = _num(path, obj, "request_throughput")
+    for lat in SERVE_LATENCIES:
+        for stat, suffix in (("mean", "mean"), ("median", "median"), ("p99", "p99")):
+            key = f"{stat}_{lat}_ms"
+            if key in obj and obj[key] is not None:
+                out[f"{lat}_ms_{suffix}"] = _num(path, obj, key)
+    return out
+
+
+def throughput_metrics(path: Path, obj: dict) -> dict[str, float]:
+    n = obj.get("num_requests")
+    if isinstance(n, (int, float)) and n <= 0:
+        raise EngineOutputError(f"{path}: no request completed (num_requests={n})")
+    tps = _num(path, obj, "tokens_per_second")
+    if tps <= 0:
+        raise EngineOutputError(f"{path}: tokens_per_second is {tps}; no request completed")
+    return {"total_tok_s": tps, "req_s": _num(path, obj, "requests_per_second")}
+
+
+def latency_samples(path: Path, obj: dict, batch_size: int | None, output_len: int | None
+                    ) -> dict[str, list[float]]:
+    lat = obj.get("latencies")
+    if not isinstance(lat, list) or not lat:
+        raise EngineOutputError(f"{path}: field latencies is missing or empty")
+    vals = []
+    for i, v in enumerate(lat):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise EngineOutputError(f"{path}: latencies[{i}] is not a positive finite number")
+        vals.append(float(v))
+    out = {"latency_s": vals}
+    if batch_size and output_len:
+        out["tok_s"] = [batch_size * output_len / v for v in vals]
+    return out
+
+
+_FLAG = re.compile(r"--(batch[-_]size|output[-_]len|input[-_]len|tensor[-_]parallel[-_]size|"
+                   r"max[-_]concurrency|request[-_]rate)[= ](\S+)")
+
+
+def commands_beside(path: Path) -> dict:
+    """Settings from a `.commands` file next to a result (the command line that produced it)."""
+    cands = [path.with_name(path.name + ".commands"), path.with_suffix(".commands"),
+             path.parent / ".commands", path.parent / "commands"]
+    for c in cands:
+        if c.is_file():
+            return parse_flags(c.read_text(errors="replace"))
+    return {}
+
+
+def parse_flags(text: str) -> dict:
+    out: dict = {}
+    try:
+        tokens = shlex.split(text.replace("\\\n", " "))
+        text = " ".join(tokens)
+    except ValueError:
+        pass
+    for k, v in _FLAG.findall(text):
+        k = k.replace("-", "_")
+        k = {"tensor_parallel_size": "tp", "max_concurrency": "concurrency"}.get(k, k)
+        try:
+            out[k] = int(v)
+        except ValueError:
+            try:
+                out[k] = float(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+def as_metrics(samples: dict[str, list[float]]) -> dict:
+    return {k: metric(k, v) for k, v in samples.items()}

@@ -1,0 +1,91 @@
+"""What the run ran on: GPU, driver, CUDA, torch, NCCL, host, the commit under test, GPU state."""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import subprocess
+from datetime import datetime, timezone
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run(cmd: list[str], cwd: str | None = None) -> str | None:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def git_info(cwd: str | None = None) -> dict:
+    out = {}
+    commit = _run(["git", "rev-parse", "--short=12", "HEAD"], cwd)
+    if commit:
+        out["commit"] = commit
+        branch = _run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd)
+        if branch and branch != "HEAD":
+            out["branch"] = branch
+    return out
+
+
+def hardware(device: str, gpu_count: int) -> dict:
+    hw: dict = {"host": socket.gethostname(), "gpu_count": gpu_count}
+    if device == "cuda":
+        import torch
+
+        hw["gpu"] = torch.cuda.get_device_name(0)
+        drv = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+        if drv:
+            hw["driver"] = drv.splitlines()[0].strip()
+    else:
+        hw["gpu"] = "cpu"
+        hw["cpu"] = platform.processor() or platform.machine()
+        hw["cpu_count"] = os.cpu_count()
+    return hw
+
+
+def environment() -> dict:
+    import torch
+
+    env = {"torch": torch.__version__.split("+")[0], "python": platform.python_version()}
+    if torch.version.cuda:
+        env["cuda"] = torch.version.cuda
+    if torch.cuda.is_available():
+        try:
+            env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:  # noqa: BLE001 - NCCL may be absent from a build
+            pass
+    return env
+
+
+GPU_FIELDS = ("clocks.sm", "clocks.mem", "power.draw", "temperature.gpu",
+              "clocks_throttle_reasons.active")
+
+
+def gpu_state(index: int = 0) -> dict | None:
+    """SM and memory clocks (MHz), power (W), temperature (C) and throttle reasons, or None."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    out = None
+    for fields in (GPU_FIELDS, GPU_FIELDS[:-1] + ("clocks_event_reasons.active",)):
+        out = _run(["nvidia-smi", f"--query-gpu={','.join(fields)}",
+                    "--format=csv,noheader,nounits", "-i", str(index)])
+        if out:
+            break
+    if not out:
+        return None
+    vals = [v.strip() for v in out.splitlines()[0].split(",")]
+    if len(vals) != len(GPU_FIELDS):
+        return None
+    keys = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "throttle_reasons")
+    state = {}
+    for k, v in zip(keys, vals):
+        try:
+            state[k] = float(v) if k != "throttle_reasons" else v
+        except ValueError:
+            state[k] = None
+    return state

@@ -1,0 +1,66 @@
+"""Readable tables for `perfwarden analyze` (the --json output carries the same numbers)."""
+from __future__ import annotations
+
+
+def _f(v, digits: int = 1) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def print_analysis(s: dict) -> None:
+    print(f"trace: {s['source']} ({s['producer']}), steps: {s['steps']} "
+          f"(regex {s['step_regex']!r}), ops: {s['ops']:,}")
+    print(f"step GPU time us: mean {_f(s['step_gpu_time_us_mean'])}, median "
+          f"{_f(s['step_gpu_time_us_median'])}, p95 {_f(s['step_gpu_time_us_p95'])}")
+    print(f"aux idle gaps (>= {s['min_gap_us']:g} us): {_f(s['aux_gap_count'])}, mean "
+          f"{_f(s['aux_gap_mean_us'])} us, median {_f(s['aux_gap_median_us'])} us, p95 "
+          f"{_f(s['aux_gap_p95_us'])} us; launch bubbles: {_f(s['aux_bubble_count'])}")
+    print(f"per step: aux idle {_f(s['aux_idle_per_step_us'])} us, aux busy "
+          f"{_f(s['aux_busy_per_step_us'])} us, aux/main overlap "
+          f"{_f(s['aux_main_overlap_us_per_step'])} us")
+    if s["streams"]:
+        print("\n  device stream role     ops  busy/step us  share  idle gaps  gap mean us")
+        for r in s["streams"]:
+            print(f"  {r['device']:>6} {r['stream']:>6} {r['role']:<5} {r['ops']:>7,} "
+                  f"{_f(r['busy_per_step_us']):>13} {_f(r['busy_share'], 3):>6} "
+                  f"{_f(r.get('aux_gap_count')):>10} {_f(r.get('aux_gap_mean_us')):>12}")
+    if s["ranks"]:
+        print("\n  rank steps  gap mean us  idle/step us  overlap/step us")
+        for r in s["ranks"]:
+            print(f"  {r['rank']:>4} {r['steps']:>5} {_f(r['aux_gap_mean_us']):>12} "
+                  f"{_f(r['aux_idle_per_step_us']):>13} {_f(r['aux_main_overlap_us_per_step']):>16}")
+    if s["kernels"]:
+        print("\n  top kernels                                                   stream  count"
+              "     total us   mean us")
+        for k in s["kernels"][:15]:
+            print(f"  {_short(k['name']):<61} {k['stream']:>6} {k['count']:>6,} "
+                  f"{_f(k['total_us']):>12} {_f(k['mean_us'], 2):>9}")
+    o = s.get("ordering")
+    if o:
+        print(f"\nordering check ({o['guarded_regex']!r}): {o['guarded_kernels']} guarded kernels, "
+              f"{o['violations']} ran beside aux work"
+              + (f", {o['unordered']} not ordered after aux work by a stream wait"
+                 if o["sync_records"] else ", no synchronization records in the trace"))
+        for v in o["violation_list"][:10]:
+            print(f"  step {v['step']}: {_short(v['kernel'], 50)} overlapped {v['overlap_us']:.1f} us")
+
+
+def print_diff(d: dict) -> None:
+    print(f"base: {d['base']['source']} ({d['base']['steps']} steps) -> candidate: "
+          f"{d['candidate']['source']} ({d['candidate']['steps']} steps)")
+    print("\n  metric                          base    candidate      delta")
+    for g in d["gaps"]:
+        pct = f" ({g['delta_pct']:+.1f}%)" if g["delta_pct"] is not None else ""
+        print(f"  {g['metric']:<28} {_f(g['base']):>8} {_f(g['candidate']):>12} "
+              f"{_f(g['delta']):>10}{pct}")
+    print("\n  kernel (per step)                                        base us  cand us   delta")
+    for k in d["kernels"][:15]:
+        print(f"  {_short(k['name'], 55):<55} {_f(k['base_per_step_us']):>8} "
+              f"{_f(k['candidate_per_step_us']):>8} {k['delta_per_step_us']:>+8.1f} {k['status']}")

@@ -1,0 +1,345 @@
+"""Step projection, stream roles, auxiliary-lane gaps and overlap (spec/metrics.md)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import intervals as iv
+from .model import OP_KIND_NAMES, Trace
+
+NS_PER_US = 1000.0
+
+
+@dataclass
+class Options:
+    step_regex: str = "decode_step"
+    min_gap_us: float = 10.0
+    main_streams: list[tuple[int, int]] = field(default_factory=list)  # (device, stream)
+    aux_streams: list[tuple[int, int]] = field(default_factory=list)
+    kernel_limit: int = 200
+
+
+@dataclass
+class Projection:
+    """Which step each op belongs to (-1: none), and the step ranges that kept ops."""
+
+    op_step: np.ndarray  # per op: index into step arrays, or -1
+    step_start_ns: np.ndarray
+    step_end_ns: np.ndarray
+    step_proc: np.ndarray
+    step_names: list[str]
+    op_call_start_ns: np.ndarray  # per op: its launch call's start, -1 when none
+
+
+@dataclass
+class Roles:
+    main: dict[int, int]  # device -> main stream
+    aux: dict[int, set[int]]  # device -> aux streams
+
+
+def step_ranges(trace: Trace, regex: str) -> np.ndarray:
+    """Indices of the ranges that are steps: names match, and not nested in another step range."""
+    rx = re.compile(regex)
+    r = trace.ranges
+    idx = np.array([i for i, n in enumerate(r.names) if rx.search(n)], dtype=np.int64)
+    if idx.size == 0:
+        return idx
+    order = idx[np.lexsort((-r.end_ns[idx], r.start_ns[idx], r.thread[idx]))]
+    thr, end = r.thread[order], r.end_ns[order]
+    keep = np.ones(order.size, dtype=bool)
+    # a range ending no later than an earlier-starting range on its thread is nested in it
+    for t in np.unique(thr):
+        sel = np.flatnonzero(thr == t)
+        e = end[sel]
+        prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], e[:-1]]))
+        keep[sel] = e > prev_max
+    return order[keep]
+
+
+def project(trace: Trace, regex: str) -> Projection:
+    ops, calls, r = trace.ops, trace.calls, trace.ranges
+    n = len(ops)
+    op_step = np.full(n, -1, dtype=np.int64)
+    call_start = np.full(n, -1, dtype=np.int64)
+    steps = step_ranges(trace, regex)
+    if n and len(calls):
+        # join op -> launch call on (process, correlation id)
+        procs = np.unique(np.concatenate([ops.proc, calls.proc]))
+        ckey = (np.searchsorted(procs, calls.proc) << 40) | (calls.corr & ((1 << 40) - 1))
+        okey = (np.searchsorted(procs, ops.proc) << 40) | (ops.corr & ((1 << 40) - 1))
+        order = np.argsort(ckey, kind="stable")
+        sk = ckey[order]
+        pos = np.clip(np.searchsorted(sk, okey), 0, len(sk) - 1)
+        hit = (sk[pos] == okey) & (ops.corr >= 0)
+        ci = order[pos]
+        call_start = np.where(hit, calls.start_ns[ci], -1)
+        if steps.size:
+            c_thr, c_s, c_e = calls.thread[ci], calls.start_ns[ci], calls.end_ns[ci]
+            for t in np.unique(r.thread[steps]):
+                st = steps[r.thread[steps] == t]
+                st = st[np.argsort(r.start_ns[st], kind="stable")]
+                sel = np.flatnonzero(hit & (c_thr == t))
+                if sel.size == 0:
+                    continue
+                k = np.searchsorted(r.start_ns[st], c_s[sel], side="right") - 1
+                ok = k >= 0
+                kk = np.maximum(k, 0)
+                ok &= c_e[sel] <= r.end_ns[st][kk]
+                op_step[sel[ok]] = st[kk[ok]]
+    # renumber to the ranges that kept ops, in time order
+    used = np.unique(op_step[op_step >= 0])
+    used = used[np.lexsort((r.start_ns[used], r.proc[used]))] if used.size else used
+    remap = np.full(len(r) + 1, -1, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    op_step = np.where(op_step >= 0, remap[op_step], -1)
+    return Projection(op_step, r.start_ns[used], r.end_ns[used], r.proc[used],
+                      [r.names[i] for i in used], call_start)
+
+
+def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:
+    ops = trace.ops
+    ins = proj.op_step >= 0
+    dev, stream = ops.device[ins], ops.stream[ins]
+    dur = (ops.end_ns - ops.start_ns)[ins]
+    main: dict[int, int] = {}
+    aux: dict[int, set[int]] = {}
+    if dev.size:
+        pairs, inv = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
+        total = np.bincount(inv.ravel(), weights=dur)
+        for (d, s), t in sorted(zip(map(tuple, pairs.tolist()), total.tolist()),
+                                key=lambda x: (x[0][0], -x[1], x[0][1])):
+            main.setdefault(d, s)
+            aux.setdefault(d, set())
+            if main[d] != s:
+                aux[d].add(s)
+    for d, s in opts.main_streams:
+        for dd in _devices_matching(trace, d):
+            main[dd] = s
+            aux.setdefault(dd, set()).discard(s)
+            if not opts.aux_streams:
+                aux[dd] = {x for x in _streams_in_steps(trace, proj, dd) if x != s}
+    if opts.aux_streams:
+        chosen: dict[int, set[int]] = {}
+        for d, s in opts.aux_streams:
+            for dd in _devices_matching(trace, d):
+                chosen.setdefault(dd, set()).add(s)
+        for dd in aux:
+            aux[dd] = chosen.get(dd, set())
+        for dd, ss in chosen.items():
+            aux[dd] = ss
+            if main.get(dd) in ss:
+                rest = [x for x in _streams_in_steps(trace, proj, dd) if x not in ss]
+                if rest:
+                    main[dd] = rest[0]
+                else:
+                    main.pop(dd, None)
+    return Roles(main, aux)
+
+
+def _devices_matching(trace: Trace, device: int) -> list[int]:
+    """A user's device number names that device in every file (ranks keep their own numbering)."""
+    labels = trace.device_labels
+    out = [k for k, v in labels.items() if v.split(":")[-1] == f"GPU {device}"
+           or v.split(":")[-1].startswith(f"GPU {device} (")]
+    return out or [device]
+
+
+def _streams_in_steps(trace: Trace, proj: Projection, device: int) -> list[int]:
+    ins = (proj.op_step >= 0) & (trace.ops.device == device)
+    return sorted(set(trace.ops.stream[ins].tolist()))
+
+
+def _gap_stats(gaps_ns: np.ndarray, min_gap_us: float) -> dict:
+    thr = min_gap_us * NS_PER_US
+    idle = np.sort(gaps_ns[gaps_ns >= thr]) / NS_PER_US
+    return {
+        "aux_gap_count": int(idle.size),
+        "aux_gap_mean_us": float(idle.mean()) if idle.size else None,
+        "aux_gap_median_us": iv.median(idle),
+        "aux_gap_p95_us": iv.p95(idle),
+        "aux_bubble_count": int((gaps_ns < thr).sum()),
+    }
+
+
+AUX_KEYS = ("aux_gap_count", "aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us",
+            "aux_bubble_count", "aux_idle_per_step_us", "aux_busy_per_step_us",
+            "aux_main_overlap_us_per_step")
+
+
+def _lane_figures(trace: Trace, proj: Projection, roles: Roles, step_sel: np.ndarray,
+                  opts: Options) -> dict:
+    """The aux_ keys over the steps in step_sel (a boolean mask over steps)."""
+    ops = trace.ops
+    nsteps = int(step_sel.sum())
+    out: dict = {k: None for k in AUX_KEYS}
+    if nsteps == 0 or not any(roles.aux.values()):
+        return out
+    ins = proj.op_step >= 0
+    ins[ins] = step_sel[proj.op_step[ins]]
+    is_aux = np.zeros(len(ops), dtype=bool)
+    is_main = np.zeros(len(ops), dtype=bool)
+    for d, ss in roles.aux.items():
+        on_d = ops.device == d
+        if ss:
+            is_aux |= on_d & np.isin(ops.stream, list(ss))
+        if d in roles.main:
+            is_main |= on_d & (ops.stream == roles.main[d])
+    is_aux &= ins
+    is_main &= ins
+    ndev = int(ops.device.max()) + 1 if len(ops) else 1
+    group = proj.op_step * ndev + ops.device
+    ga, sa, ea = iv.merge(group[is_aux], ops.start_ns[is_aux], ops.end_ns[is_aux])
+    gg, gap = iv.gaps(ga, sa, ea)
+    out.update(_gap_stats(gap, opts.min_gap_us))
+    out["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
+    out["aux_busy_per_step_us"] = float((ea - sa).sum()) / nsteps / NS_PER_US
+    gm, sm, em = iv.merge(group[is_main], ops.start_ns[is_main], ops.end_ns[is_main])
+    _, inter = iv.intersection_length(ga, sa, ea, gm, sm, em)
+    out["aux_main_overlap_us_per_step"] = float(inter.sum()) / nsteps / NS_PER_US
+    return out
+
+
+def _step_times(trace: Trace, proj: Projection, step_sel: np.ndarray) -> dict:
+    keys = ("step_gpu_time_us_mean", "step_gpu_time_us_median", "step_gpu_time_us_p95")
+    ins = proj.op_step >= 0
+    if not ins.any() or not step_sel.any():
+        return {k: None for k in keys}
+    nst = proj.step_start_ns.shape[0]
+    st = proj.op_step[ins]
+    first = np.full(nst, np.iinfo(np.int64).max)
+    last = np.full(nst, np.iinfo(np.int64).min)
+    np.minimum.at(first, st, trace.ops.start_ns[ins])
+    np.maximum.at(last, st, trace.ops.end_ns[ins])
+    span = np.sort((last - first)[step_sel]) / NS_PER_US
+    return {keys[0]: float(span.mean()), keys[1]: iv.median(span), keys[2]: iv.p95(span)}
+
+
+def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> list[dict]:
+    ops = trace.ops
+    ins = proj.op_step >= 0
+    nsteps = proj.step_start_ns.shape[0]
+    out = []
+    ndev = int(ops.device.max()) + 1 if len(ops) else 1
+    # GPU time of each step on each device: first op start to last op end
+    span_total: dict[int, float] = {}
+    if ins.any():
+        g = proj.op_step[ins] * ndev + ops.device[ins]
+        u, inv = np.unique(g, return_inverse=True)
+        first = np.full(u.size, np.iinfo(np.int64).max)
+        last = np.full(u.size, np.iinfo(np.int64).min)
+        np.minimum.at(first, inv, ops.start_ns[ins])
+        np.maximum.at(last, inv, ops.end_ns[ins])
+        for d, span in zip((u % ndev).tolist(), (last - first).tolist()):
+            span_total[d] = span_total.get(d, 0) + span
+    for d in sorted(set(roles.main) | set(roles.aux)):
+        streams = sorted(({roles.main[d]} if d in roles.main else set()) | roles.aux.get(d, set()))
+        for s in streams:
+            sel = ins & (ops.device == d) & (ops.stream == s)
+            role = "main" if roles.main.get(d) == s else "aux"
+            gs, ss_, es = iv.merge(proj.op_step[sel], ops.start_ns[sel], ops.end_ns[sel])
+            busy = float((es - ss_).sum())
+            row = {"device": d, "device_label": trace.device_labels.get(d, f"GPU {d}"),
+                   "stream": s, "role": role, "ops": int(sel.sum()),
+                   "busy_per_step_us": busy / nsteps / NS_PER_US if nsteps else None,
+                   "busy_share": busy / span_total[d] if span_total.get(d) else None}
+            if role == "aux":
+                _, gap = iv.gaps(gs, ss_, es)
+                row.update(_gap_stats(gap, opts.min_gap_us))
+                row["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
+            out.append(row)
+    return out
+
+
+def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[dict]:
+    """Count, total and mean duration per (name, device, stream), over the ops in steps (all ops
+    when the trace has no steps), largest total first."""
+    ops = trace.ops
+    sel = proj.op_step >= 0
+    if not sel.any():
+        sel = np.ones(len(ops), dtype=bool)
+    if not sel.any():
+        return []
+    key = np.stack([ops.name_id[sel].astype(np.int64), ops.device[sel], ops.stream[sel],
+                    ops.kind[sel].astype(np.int64)], axis=1)
+    u, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    dur = (ops.end_ns - ops.start_ns)[sel]
+    total = np.bincount(inv, weights=dur)
+    count = np.bincount(inv)
+    order = np.argsort(-total, kind="stable")[:limit]
+    return [{"name": trace.names[int(u[i, 0])], "kind": OP_KIND_NAMES[int(u[i, 3])],
+             "device": int(u[i, 1]), "stream": int(u[i, 2]), "count": int(count[i]),
+             "total_us": float(total[i]) / NS_PER_US, "mean_us": float(total[i] / count[i]) / NS_PER_US}
+            for i in order]
+
+
+def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None = None) -> dict:
+    opts = opts or Options()
+    proj = proj or project(trace, opts.step_regex)
+    roles = stream_roles(trace, proj, opts)
+    nsteps = int(proj.step_start_ns.shape[0])
+    warnings = list(trace.warnings)
+    if nsteps == 0:
+        if len(trace.ops) == 0 and trace.graph_trace_rows:
+            pass  # the loader warned about --cuda-graph-trace=node
+        else:
+            common = [f"{n} ({c})" for n, c in trace.range_name_counts.most_common(5)]
+            warnings.append(f"no host range matches the step regex {opts.step_regex!r}"
+                            + (f"; most common range names: {', '.join(common)}" if common
+                               else "; the trace has no host ranges"))
+    all_steps = np.ones(nsteps, dtype=bool)
+    out: dict = {"source": trace.source, "producer": trace.producer,
+                 "step_regex": opts.step_regex, "min_gap_us": opts.min_gap_us, "steps": nsteps}
+    out.update(_lane_figures(trace, proj, roles, all_steps, opts))
+    out.update(_step_times(trace, proj, all_steps))
+    out["main_streams"] = [{"device": d, "stream": s} for d, s in sorted(roles.main.items())]
+    out["aux_streams"] = [{"device": d, "stream": s} for d in sorted(roles.aux)
+                          for s in sorted(roles.aux[d])]
+    ranks = []
+    procs = np.unique(proj.step_proc)
+    if procs.size > 1:
+        for p in procs.tolist():
+            sel = proj.step_proc == p
+            row = {"rank": len(ranks), "process": int(p), "steps": int(sel.sum())}
+            row.update(_lane_figures(trace, proj, roles, sel, opts))
+            row.update(_step_times(trace, proj, sel))
+            ranks.append(row)
+    out["ranks"] = ranks
+    out["streams"] = _streams(trace, proj, roles, opts)
+    out["kernels"] = kernel_breakdown(trace, proj, opts.kernel_limit)
+    out["ops"] = len(trace.ops)
+    out["warnings"] = warnings
+    return out
+
+
+def timeline(trace: Trace, opts: Options, steps: int = 3, max_ops: int = 5000) -> dict:
+    """Per-stream op intervals of the first `steps` steps (of the first process), times in us
+    relative to the first step's start, for the dashboard's Gantt chart."""
+    proj = project(trace, opts.step_regex)
+    roles = stream_roles(trace, proj, opts)
+    nst = proj.step_start_ns.shape[0]
+    if nst == 0:
+        return {"steps": [], "ops": [], "streams": []}
+    first_proc = proj.step_proc[0]
+    chosen = np.flatnonzero(proj.step_proc == first_proc)[:max(1, steps)]
+    t0 = int(proj.step_start_ns[chosen[0]])
+    ops = trace.ops
+    sel = np.isin(proj.op_step, chosen)
+    idx = np.flatnonzero(sel)[:max_ops]
+    rows = []
+    for i in idx.tolist():
+        d, s = int(ops.device[i]), int(ops.stream[i])
+        role = "main" if roles.main.get(d) == s else ("aux" if s in roles.aux.get(d, ()) else "other")
+        rows.append({"step": int(proj.op_step[i]), "device": d, "stream": s, "role": role,
+                     "name": trace.names[int(ops.name_id[i])],
+                     "start_us": (int(ops.start_ns[i]) - t0) / NS_PER_US,
+                     "end_us": (int(ops.end_ns[i]) - t0) / NS_PER_US})
+    streams = sorted({(r["device"], r["stream"], r["role"]) for r in rows})
+    return {"steps": [{"step": int(k), "name": proj.step_names[k],
+                       "start_us": (int(proj.step_start_ns[k]) - t0) / NS_PER_US,
+                       "end_us": (int(proj.step_end_ns[k]) - t0) / NS_PER_US} for k in chosen],
+            "ops": rows,
+            "streams": [{"device": d, "stream": s, "role": r} for d, s, r in streams],
+            "min_gap_us": opts.min_gap_us}

@@ -1,0 +1,54 @@
+"""Trace diff: which kernels and which gap figures got slower or faster between two analyses."""
+from __future__ import annotations
+
+GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
+            "aux_busy_per_step_us", "aux_main_overlap_us_per_step", "step_gpu_time_us_mean",
+            "step_gpu_time_us_median")
+
+
+def _per_step(summary: dict) -> dict[str, dict]:
+    """Kernel time per step by name (streams summed, roles kept apart)."""
+    steps = summary.get("steps") or 1
+    main = {(s["device"], s["stream"]) for s in summary.get("main_streams", [])}
+    out: dict[str, dict] = {}
+    for k in summary.get("kernels", []):
+        role = "main" if (k["device"], k["stream"]) in main else "aux"
+        row = out.setdefault(k["name"], {"count": 0, "total_us": 0.0, "roles": set()})
+        row["count"] += k["count"]
+        row["total_us"] += k["total_us"]
+        row["roles"].add(role)
+    for row in out.values():
+        row["per_step_us"] = row["total_us"] / steps
+        row["mean_us"] = row["total_us"] / row["count"] if row["count"] else 0.0
+    return out
+
+
+def diff_summaries(base: dict, cand: dict, limit: int = 20) -> dict:
+    gaps = []
+    for key in GAP_KEYS:
+        b, c = base.get(key), cand.get(key)
+        if b is None and c is None:
+            continue
+        delta = None if b is None or c is None else c - b
+        pct = None if delta is None or not b else 100.0 * delta / b
+        gaps.append({"metric": key, "base": b, "candidate": c, "delta": delta, "delta_pct": pct})
+    kb, kc = _per_step(base), _per_step(cand)
+    rows = []
+    for name in set(kb) | set(kc):
+        b, c = kb.get(name), kc.get(name)
+        bp = b["per_step_us"] if b else 0.0
+        cp = c["per_step_us"] if c else 0.0
+        rows.append({"name": name, "role": "/".join(sorted((b or c)["roles"] | (c or b)["roles"])),
+                     "base_per_step_us": bp, "candidate_per_step_us": cp,
+                     "delta_per_step_us": cp - bp,
+                     "base_mean_us": b["mean_us"] if b else None,
+                     "candidate_mean_us": c["mean_us"] if c else None,
+                     "status": "new" if not b else ("gone" if not c else
+                                                    ("slower" if cp > bp else "faster"
+                                                     if cp < bp else "same"))})
+    rows.sort(key=lambda r: -abs(r["delta_per_step_us"]))
+    return {"base": {"source": base.get("source"), "steps": base.get("steps")},
+            "candidate": {"source": cand.get("source"), "steps": cand.get("steps")},
+            "gaps": gaps, "kernels": rows[:limit],
+            "slower": [r["name"] for r in rows if r["status"] in ("slower", "new")][:limit],
+            "faster": [r["name"] for r in rows if r["status"] in ("faster", "gone")][:limit]}

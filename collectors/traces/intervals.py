@@ -1,0 +1,95 @@
+"""Vectorized interval arithmetic over many groups at once (a group is e.g. one step on one device).
+
+All functions take parallel int64 arrays and never loop in Python over intervals.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge(group: np.ndarray, start: np.ndarray, end: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of intervals per group. An interval whose start is <= the current end extends it.
+
+    Returns (group, start, end) of the merged intervals, sorted by group then start.
+    """
+    n = start.shape[0]
+    if n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    order = np.lexsort((start, group))
+    g, s, e = group[order], start[order], end[order]
+    e = np.maximum(e, s)
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(g[1:], g[:-1], out=first[1:])
+    gidx = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    base = s[gidx]
+    rel_end = e - base
+    width = int(rel_end.max()) + 1
+    code = np.cumsum(first) - 1
+    run = np.maximum.accumulate(code * width + rel_end) - code * width + base
+    prev_end = np.empty(n, dtype=np.int64)
+    prev_end[0] = 0
+    prev_end[1:] = run[:-1]
+    new = first | (s > prev_end)
+    starts_at = np.flatnonzero(new)
+    m_end = np.maximum.reduceat(e, starts_at)
+    return g[starts_at], s[starts_at], m_end
+
+
+def gaps(group: np.ndarray, start: np.ndarray, end: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Gaps between consecutive merged intervals of the same group: (group, gap_ns)."""
+    if group.shape[0] < 2:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z
+    same = group[1:] == group[:-1]
+    return group[1:][same], (start[1:] - end[:-1])[same]
+
+
+def intersection_length(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
+                        gb: np.ndarray, sb: np.ndarray, eb: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, the length of time covered by both merged sets A and B: (groups, length_ns).
+
+    Each set must already be merged (disjoint intervals within a group).
+    """
+    if ga.shape[0] == 0 or gb.shape[0] == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z
+    g = np.concatenate([ga, ga, gb, gb])
+    t = np.concatenate([sa, ea, sb, eb])
+    na, nb = ga.shape[0], gb.shape[0]
+    da = np.concatenate([np.ones(na, np.int64), -np.ones(na, np.int64), np.zeros(2 * nb, np.int64)])
+    db = np.concatenate([np.zeros(2 * na, np.int64), np.ones(nb, np.int64), -np.ones(nb, np.int64)])
+    order = np.lexsort((t, g))
+    g, t, da, db = g[order], t[order], da[order], db[order]
+    both = (np.cumsum(da) > 0) & (np.cumsum(db) > 0)
+    seg = (t[1:] - t[:-1]) * (both[:-1] & (g[1:] == g[:-1]))
+    groups, inv = np.unique(g[:-1], return_inverse=True)
+    return groups, np.bincount(inv, weights=seg, minlength=groups.shape[0]).astype(np.int64)
+
+
+def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For merged, sorted intervals of one group: total covered length before each time in t."""
+    if ms.shape[0] == 0:
+        return np.zeros(t.shape[0], dtype=np.int64)
+    cum = np.concatenate([[0], np.cumsum(me - ms)])
+    i = np.searchsorted(ms, t, side="right")  # intervals starting at or before t
+    full = cum[np.maximum(i - 1, 0)]
+    last = np.clip(t - ms[np.maximum(i - 1, 0)], 0, (me - ms)[np.maximum(i - 1, 0)])
+    return np.where(i > 0, full + last, 0)
+
+
+def p95(sorted_values: np.ndarray) -> float | None:
+    n = sorted_values.shape[0]
+    if n == 0:
+        return None
+    return float(sorted_values[min(n - 1, int(np.floor(0.95 * n)))])
+
+
+def median(values: np.ndarray) -> float | None:
+    if values.shape[0] == 0:
+        return None
+    return float(np.median(values))

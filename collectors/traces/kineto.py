@@ -1,0 +1,256 @@
+"""PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzipped.
+
+Decoding uses msgspec with typed structs where it is installed (only the fields analysis needs are
+materialized, the rest of each event is skipped in C); without msgspec, the standard library's
+json does the same job more slowly, so the collector still works on bare GPU images.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections import Counter
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from .model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace,
+                    TraceError)
+from .progress import Progress
+
+OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
+           "memcpy": OP_MEMCPY, "memset": OP_MEMSET}
+CALL_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+RANGE_CATS = {"user_annotation", "operator"}
+SYNC_CATS = {"cuda_sync"}
+
+try:  # optional fast path
+    import msgspec
+
+    Num = Union[int, str, None]
+
+    class _Args(msgspec.Struct):
+        device: Num = None
+        stream: Num = None
+        correlation: Num = None
+        wait_on_stream: Num = None
+        wait_on_cuda_event_record_corr_id: Num = None
+
+    class _Event(msgspec.Struct):
+        ph: str = ""
+        cat: str = ""
+        name: str = ""
+        pid: Union[int, str] = 0
+        tid: Union[int, str] = 0
+        ts: Union[float, str] = 0.0
+        dur: Union[float, str] = 0.0
+        args: Union[_Args, None] = None
+
+    class _Doc(msgspec.Struct):
+        traceEvents: list[_Event] = []
+
+    _DOC = msgspec.json.Decoder(_Doc)
+    _LIST = msgspec.json.Decoder(list[_Event])
+except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
+    msgspec = None
+
+
+def read_bytes(path: Path, progress: Progress | None = None) -> bytes:
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        if progress:
+            progress.note(f"decompressing {path.name} ({len(raw) / 1e6:.0f} MB gzip)")
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(f"{path}: broken gzip data ({e})") from None
+    return raw
+
+
+def _events(path: Path, raw: bytes) -> list[Any]:
+    head = raw[:4096].lstrip()
+    if not head or head[:1] not in (b"{", b"["):
+        raise TraceError(f"{path}: not a JSON trace (expected a Chrome trace object)")
+    if msgspec is not None:
+        try:
+            if head[:1] == b"[":
+                return _LIST.decode(raw)
+            doc = _DOC.decode(raw)
+            if not doc.traceEvents and b'"traceEvents"' not in raw:
+                raise TraceError(f"{path}: JSON object has no traceEvents field")
+            return doc.traceEvents
+        except msgspec.ValidationError:
+            pass  # unusual field types: the generic path below copes
+        except msgspec.DecodeError as e:
+            raise TraceError(f"{path}: malformed JSON ({e})") from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise TraceError(f"{path}: malformed JSON ({str(e).splitlines()[0]})") from None
+    if isinstance(doc, dict):
+        if "traceEvents" not in doc:
+            raise TraceError(f"{path}: JSON object has no traceEvents field")
+        doc = doc["traceEvents"]
+    if not isinstance(doc, list):
+        raise TraceError(f"{path}: traceEvents is not a list")
+    return [_GenericEvent(e) for e in doc if isinstance(e, dict)]
+
+
+class _GenericArgs:
+    __slots__ = ("device", "stream", "correlation", "wait_on_stream",
+                 "wait_on_cuda_event_record_corr_id")
+
+    def __init__(self, a: dict):
+        for k in self.__slots__:
+            setattr(self, k, a.get(k))
+
+
+class _GenericEvent:
+    __slots__ = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args")
+
+    def __init__(self, e: dict):
+        self.ph = e.get("ph", "")
+        self.cat = e.get("cat", "") or ""
+        self.name = e.get("name", "") or ""
+        self.pid = e.get("pid", 0)
+        self.tid = e.get("tid", 0)
+        self.ts = e.get("ts", 0.0)
+        self.dur = e.get("dur", 0.0)
+        a = e.get("args")
+        self.args = _GenericArgs(a) if isinstance(a, dict) else None
+
+
+def _num(v: Any, default: int = -1) -> int:
+    if v is None:
+        return default
+    if isinstance(v, (int, float)):
+        return int(v)
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        return default
+
+
+def load_kineto(path: str | Path, step_regex: str | None = None,
+                progress: Progress | None = None) -> Trace:
+    path = Path(path)
+    prog = progress or Progress(None)
+    raw = read_bytes(path, prog)
+    prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
+    events = _events(path, raw)
+    del raw
+    prog.start(len(events), f"scanning {path.name}")
+    rx = re.compile(step_regex) if step_regex else None
+
+    names: dict[str, int] = {}
+    thread_keys: dict[tuple, int] = {}
+    proc_keys: dict[Any, int] = {}
+    o_ts, o_dur, o_dev, o_stream, o_corr, o_name, o_kind = ([] for _ in range(7))
+    c_ts, c_dur, c_thr, c_corr, c_proc = ([] for _ in range(5))
+    r_ts, r_dur, r_thr, r_proc, r_names = ([] for _ in range(5))
+    range_counts: Counter = Counter()
+    syncs = []
+    n_bad = 0
+    for i, e in enumerate(events):
+        if e.ph != "X":
+            continue
+        cat = e.cat.lower() if e.cat else ""
+        kind = OP_CATS.get(cat)
+        try:
+            ts = float(e.ts)
+            dur = float(e.dur)
+        except (TypeError, ValueError):
+            n_bad += 1
+            continue
+        a = e.args
+        if kind is not None:
+            dev = _num(a.device) if a is not None else -1
+            if dev < 0:
+                dev = _num(e.pid, 0)
+            o_ts.append(ts)
+            o_dur.append(dur)
+            o_dev.append(dev)
+            o_stream.append(_num(a.stream) if a is not None and a.stream is not None
+                            else _num(e.tid, 0))
+            o_corr.append(_num(a.correlation) if a is not None else -1)
+            o_name.append(names.setdefault(e.name, len(names)))
+            o_kind.append(kind)
+        elif cat in CALL_CATS:
+            if a is None or a.correlation is None:
+                continue
+            c_ts.append(ts)
+            c_dur.append(dur)
+            c_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
+            c_corr.append(_num(a.correlation))
+            c_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
+        elif cat in RANGE_CATS:
+            if cat == "user_annotation":
+                range_counts[e.name] += 1
+            if rx is not None and not rx.search(e.name):
+                continue
+            r_ts.append(ts)
+            r_dur.append(dur)
+            r_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
+            r_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
+            r_names.append(e.name)
+        elif cat in SYNC_CATS and a is not None:
+            syncs.append((e.name, _num(a.device, 0), _num(a.stream), _num(a.wait_on_stream),
+                          _num(a.correlation), _num(a.wait_on_cuda_event_record_corr_id)))
+        if i % 65536 == 0:
+            prog.advance(65536, "events")
+    del events
+
+    def ns(values: list) -> np.ndarray:
+        return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
+
+    i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    o_start = ns(o_ts)
+    ops = Ops(o_start, o_start + ns(o_dur), i64(o_dev), i64(o_stream), i64(o_corr),
+              np.full(len(o_ts), -1, dtype=np.int64), np.asarray(o_name, dtype=np.int32),
+              np.asarray(o_kind, dtype=np.int8))
+    c_start = ns(c_ts)
+    calls = Calls(c_start, c_start + ns(c_dur), i64(c_thr), i64(c_corr), i64(c_proc))
+    # Kineto correlation ids are unique per file; a GPU op's process is its launch call's.
+    _inherit_proc(ops, calls)
+    r_start = ns(r_ts)
+    ranges = Ranges(r_start, r_start + ns(r_dur), i64(r_thr), i64(r_proc), r_names)
+    trace = Trace(ops=ops, calls=calls, ranges=ranges, names=list(names), source=path.name,
+                  producer="kineto")
+    trace.device_labels = {int(d): f"GPU {int(d)}" for d in np.unique(ops.device)}
+    trace.range_name_counts = range_counts
+    trace.has_sync_records = bool(syncs)
+    trace.waits = _waits(syncs, calls)
+    if n_bad:
+        trace.warnings.append(f"{path.name}: skipped {n_bad} events with non-numeric ts/dur")
+    prog.done(f"{path.name}: {len(ops):,} GPU ops, {len(calls):,} launch calls, "
+              f"{len(ranges):,} step ranges")
+    return trace
+
+
+def _inherit_proc(ops: Ops, calls: Calls) -> None:
+    if not len(ops):
+        return
+    if not len(calls):
+        ops.proc[:] = 0
+        return
+    order = np.argsort(calls.corr, kind="stable")
+    sc = calls.corr[order]
+    pos = np.clip(np.searchsorted(sc, ops.corr), 0, len(sc) - 1)
+    hit = sc[pos] == ops.corr
+    ops.proc[:] = np.where(hit, calls.proc[order][pos], 0)
+
+
+def _waits(syncs: list, calls: Calls) -> list[StreamWait]:
+    if not syncs:
+        return []
+    corr_to_start = dict(zip(calls.corr.tolist(), calls.start_ns.tolist()))
+    corr_to_proc = dict(zip(calls.corr.tolist(), calls.proc.tolist()))
+    out = []
+    for name, dev, stream, on_stream, corr, rec_corr in syncs:
+        if on_stream < 0 and "wait" not in name.lower():
+            continue
+        out.append(StreamWait(dev, stream, on_stream, corr_to_proc.get(corr, 0),
+                              corr_to_start.get(corr, -1), corr_to_start.get(rec_corr, -1)))
+    return out

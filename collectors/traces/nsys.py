@@ -1,0 +1,297 @@
+"""Nsight Systems SQLite exports (`nsys export --type sqlite`) and `.nsys-rep` via `nsys export`.
+
+Any table may be absent; columns differ between schema versions, so every query is built from
+what `sqlite_master` and `PRAGMA table_info` say is there.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace,
+                    TraceError)
+from .progress import Progress
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+OP_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
+             ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
+CALL_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
+NVTX_PUSHPOP, NVTX_STARTEND = 59, 60
+SYNC_STREAM_WAIT = 2
+CHUNK = 262144
+
+
+def is_sqlite(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(16) == SQLITE_MAGIC
+
+
+class _Db:
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
+            self.tables = {r[0] for r in rows}
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
+        self._cols: dict[str, set[str]] = {}
+
+    def cols(self, table: str) -> set[str]:
+        if table not in self._cols:
+            self._cols[table] = {r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')}
+        return self._cols[table]
+
+    def count(self, table: str) -> int:
+        if table not in self.tables:
+            return 0
+        return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+
+    def num(self, table: str, col: str) -> str:
+        """A column as an integer SQL expression (NULL -> -1; float timestamps are rounded)."""
+        if col not in self.cols(table):
+            return "-1"
+        kind = self.con.execute(f'SELECT typeof("{col}") FROM "{table}" WHERE "{col}" IS NOT NULL '
+                                'LIMIT 1').fetchone()
+        if kind and kind[0] == "real":
+            return f'CAST(ROUND("{col}") AS INTEGER)'
+        return f'COALESCE("{col}", -1)'
+
+    def fetch(self, sql: str, ncols: int, progress: Progress | None = None,
+              label: str = "") -> np.ndarray:
+        """Integer rows as an (n, ncols) int64 array, read in chunks without Python tuples piling up."""
+        cur = self.con.execute(sql)
+        dt = np.dtype([(f"c{i}", np.int64) for i in range(ncols)])
+        parts = []
+        while True:
+            rows = cur.fetchmany(CHUNK)
+            if not rows:
+                break
+            parts.append(np.fromiter(rows, dtype=dt, count=len(rows)).view(np.int64)
+                         .reshape(len(rows), ncols))
+            if progress:
+                progress.advance(len(rows), label)
+        if not parts:
+            return np.zeros((0, ncols), dtype=np.int64)
+        return np.concatenate(parts)
+
+    def strings(self, ids: np.ndarray) -> dict[int, str]:
+        if "StringIds" not in self.tables or ids.size == 0:
+            return {}
+        out: dict[int, str] = {}
+        uniq = [int(i) for i in np.unique(ids) if i >= 0]
+        for k in range(0, len(uniq), 900):
+            part = uniq[k:k + 900]
+            q = f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})"
+            out.update((int(i), str(v)) for i, v in self.con.execute(q, part))
+        return out
+
+
+def _int(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _pid_of(global_id: np.ndarray) -> np.ndarray:
+    return (global_id.astype(np.int64) >> 24) & 0xFFFFFF
+
+
+def load_nsys_sqlite(path: str | os.PathLike, progress: Progress | None = None) -> Trace:
+    path = Path(path)
+    if not is_sqlite(path):
+        raise TraceError(f"{path}: not an SQLite file (expected an nsys export)")
+    db = _Db(path)
+    if not any(t in db.tables for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS", "StringIds",
+                                         "CUPTI_ACTIVITY_KIND_RUNTIME", "META_DATA_EXPORT",
+                                         "EXPORT_META_DATA", "TARGET_INFO_GPU")):
+        raise TraceError(f"{path}: SQLite file holds no Nsight Systems tables")
+    total = sum(db.count(t) for t, _ in OP_TABLES) + sum(db.count(t) for t in CALL_TABLES)
+    prog = progress or Progress(None)
+    prog.start(total, f"reading {path.name}")
+    ops = _load_ops(db, prog)
+    calls = _load_calls(db, prog)
+    ranges = _load_ranges(db)
+    trace = Trace(ops=ops[0], calls=calls, ranges=ranges, names=ops[1], source=path.name,
+                  producer=_producer(db), device_labels=_device_labels(db, ops[0]))
+    trace.graph_trace_rows = db.count("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+    if trace.graph_trace_rows and not len(ops[0]):
+        trace.warnings.append(
+            f"{path.name}: CUDA graphs were traced as whole graphs ({trace.graph_trace_rows} graph "
+            "rows, no kernel rows); capture again with `nsys profile --cuda-graph-trace=node`")
+    trace.waits, trace.has_sync_records = _load_waits(db)
+    trace.range_name_counts = Counter(ranges.names)
+    prog.done()
+    return trace
+
+
+def _producer(db: _Db) -> str:
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if table in db.tables and {"name", "value"} <= db.cols(table):
+            rows = dict(db.con.execute(f'SELECT name, value FROM "{table}"').fetchall())
+            return f"nsys {rows.get('EXPORT_PRODUCT_VERSION', '?')} schema " \
+                   f"{rows.get('EXPORT_SCHEMA_VERSION', '?')}"
+    return "nsys"
+
+
+def _device_labels(db: _Db, ops: Ops) -> dict[int, str]:
+    labels = {int(d): f"GPU {int(d)}" for d in np.unique(ops.device)}
+    if "TARGET_INFO_GPU" in db.tables and {"id", "name"} <= db.cols("TARGET_INFO_GPU"):
+        for i, name in db.con.execute("SELECT id, name FROM TARGET_INFO_GPU"):
+            if i is not None and int(i) in labels:
+                labels[int(i)] = f"GPU {int(i)} ({name})"
+    return labels
+
+
+def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
+    parts = []
+    names: list[str] = []
+    for table, kind in OP_TABLES:
+        if table not in db.tables:
+            continue
+        cols = db.cols(table)
+        need = {"start", "end", "streamId", "correlationId"}
+        missing = need - cols
+        if missing:
+            raise TraceError(f"{db.path}: table {table} lacks column {sorted(missing)[0]}")
+        if kind == OP_KERNEL:
+            name = next((c for c in ("demangledName", "shortName", "mangledName", "nameId")
+                         if c in cols), "-")
+        else:
+            name = "copyKind"
+        n = lambda c: db.num(table, c)  # noqa: E731
+        sql = (f'SELECT {n("start")}, {n("end")}, {n("deviceId")}, {n("streamId")}, '
+               f'{n("correlationId")}, {n("globalPid")}, {n(name)} FROM "{table}"'
+               ' WHERE start IS NOT NULL AND "end" IS NOT NULL')
+        a = db.fetch(sql, 7, prog, "ops")
+        if not a.shape[0]:
+            continue
+        name_col = _int(a[:, 6])
+        if kind == OP_KERNEL:
+            lookup = db.strings(name_col)
+            uniq, inv = np.unique(name_col, return_inverse=True)
+            local = [lookup.get(int(u), f"kernel#{int(u)}") for u in uniq]
+        else:
+            uniq, inv = np.unique(name_col, return_inverse=True)
+            base = "memcpy" if kind == OP_MEMCPY else "memset"
+            kinds = _copy_kinds(db) if kind == OP_MEMCPY else {}
+            local = [f"{base} {kinds.get(int(u), '')}".strip() if u >= 0 else base for u in uniq]
+        offset = len(names)
+        names.extend(local)
+        parts.append(Ops(_int(a[:, 0]), _int(a[:, 1]), _int(a[:, 2]), _int(a[:, 3]), _int(a[:, 4]),
+                         _pid_of(_int(a[:, 5])), (inv + offset).astype(np.int32),
+                         np.full(a.shape[0], kind, dtype=np.int8)))
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return Ops(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, np.int8)), names
+    fields = ("start_ns", "end_ns", "device", "stream", "corr", "proc", "name_id", "kind")
+    return Ops(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields)), names
+
+
+def _copy_kinds(db: _Db) -> dict[int, str]:
+    if "ENUM_CUDA_MEMCPY_OPER" in db.tables:
+        return {int(i): str(lbl) for i, lbl in
+                db.con.execute("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")}
+    return {}
+
+
+def _load_calls(db: _Db, prog: Progress) -> Calls:
+    parts = []
+    for table in CALL_TABLES:
+        if table not in db.tables:
+            continue
+        cols = db.cols(table)
+        if not {"start", "end", "correlationId", "globalTid"} <= cols:
+            continue
+        n = lambda c: db.num(table, c)  # noqa: E731
+        a = db.fetch(f'SELECT {n("start")}, {n("end")}, {n("globalTid")}, {n("correlationId")} '
+                     f'FROM "{table}" WHERE correlationId IS NOT NULL AND start IS NOT NULL', 4,
+                     prog, "calls")
+        parts.append(a)
+    a = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+    tid = _int(a[:, 2])
+    return Calls(_int(a[:, 0]), _int(a[:, 1]), tid, _int(a[:, 3]), _pid_of(tid))
+
+
+def _load_ranges(db: _Db) -> Ranges:
+    z = np.zeros(0, dtype=np.int64)
+    if "NVTX_EVENTS" not in db.tables:
+        return Ranges(z, z, z, z, [])
+    cols = db.cols("NVTX_EVENTS")
+    text = "e.text" if "text" in cols else "NULL"
+    join, value = "", "NULL"
+    if "textId" in cols and "StringIds" in db.tables:
+        join, value = " LEFT JOIN StringIds s ON s.id = e.textId", "s.value"
+    sql = (f'SELECT e.start, e."end", e.globalTid, COALESCE({text}, {value}) FROM NVTX_EVENTS e{join}'
+           f' WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND}) AND e."end" IS NOT NULL'
+           ' AND e.start IS NOT NULL')
+    rows = db.con.execute(sql).fetchall()
+    if not rows:
+        return Ranges(z, z, z, z, [])
+    nums = np.rint(np.array([(r[0], r[1], r[2] if r[2] is not None else 0) for r in rows],
+                            dtype=np.float64)).astype(np.int64)
+    tid = nums[:, 2]
+    return Ranges(nums[:, 0].copy(), nums[:, 1].copy(), tid.copy(), _pid_of(tid),
+                  [r[3] if r[3] is not None else "" for r in rows])
+
+
+def _load_waits(db: _Db) -> tuple[list[StreamWait], bool]:
+    table = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+    if table not in db.tables:
+        return [], False
+    cols = db.cols(table)
+    kind = "syncType" if "syncType" in cols else ("deprecatedSyncType" if "deprecatedSyncType"
+                                                   in cols else None)
+    if kind is None or not {"streamId", "correlationId", "eventId"} <= cols:
+        return [], True
+    call_time: dict[tuple[int, int], int] = {}
+    for t in CALL_TABLES:
+        if t in db.tables and {"correlationId", "globalTid", "start"} <= db.cols(t):
+            q = (f'SELECT c.globalTid, c.correlationId, c.start FROM "{t}" c WHERE c.correlationId '
+                 f'IN (SELECT correlationId FROM "{table}" UNION SELECT correlationId FROM '
+                 f'CUPTI_ACTIVITY_KIND_CUDA_EVENT)' if "CUPTI_ACTIVITY_KIND_CUDA_EVENT" in db.tables
+                 else f'SELECT c.globalTid, c.correlationId, c.start FROM "{t}" c WHERE '
+                      f'c.correlationId IN (SELECT correlationId FROM "{table}")')
+            for tid, corr, start in db.con.execute(q):
+                call_time[(int(tid) >> 24 & 0xFFFFFF, int(corr))] = int(start)
+    records: dict[tuple[int, int], tuple[int, int]] = {}
+    if "CUPTI_ACTIVITY_KIND_CUDA_EVENT" in db.tables:
+        ecols = db.cols("CUPTI_ACTIVITY_KIND_CUDA_EVENT")
+        if {"eventId", "streamId", "correlationId", "globalPid"} <= ecols:
+            for ev, stream, corr, gpid in db.con.execute(
+                    "SELECT eventId, streamId, correlationId, globalPid "
+                    "FROM CUPTI_ACTIVITY_KIND_CUDA_EVENT"):
+                pid = int(gpid) >> 24 & 0xFFFFFF
+                records[(pid, int(ev))] = (int(stream), call_time.get((pid, int(corr)), -1))
+    waits = []
+    dev = "deviceId" if "deviceId" in cols else "0"
+    for d, stream, corr, gpid, ev in db.con.execute(
+            f'SELECT {dev}, streamId, correlationId, globalPid, eventId FROM "{table}" '
+            f'WHERE {kind} = {SYNC_STREAM_WAIT}'):
+        pid = int(gpid) >> 24 & 0xFFFFFF if gpid is not None else 0
+        on_stream, rec_ns = records.get((pid, int(ev) if ev is not None else -1), (-1, -1))
+        waits.append(StreamWait(int(d or 0), int(stream), on_stream, pid,
+                                call_time.get((pid, int(corr)), -1), rec_ns))
+    return waits, True
+
+
+def export_nsys_rep(path: Path, progress: Progress | None = None) -> Path:
+    """Run `nsys export --type sqlite` on a report; returns the SQLite file (in a temp dir)."""
+    nsys = os.environ.get("NSYS") or shutil.which("nsys")
+    if not nsys:
+        raise TraceError(f"{path}: .nsys-rep needs nsys to export it (not on PATH, NSYS unset); "
+                         "export it with `nsys export --type sqlite` and pass the .sqlite")
+    out = Path(tempfile.mkdtemp(prefix="perfwarden-")) / (path.stem + ".sqlite")
+    if progress:
+        progress.note(f"exporting {path.name} with {nsys}")
+    r = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+                        str(out), str(path)], capture_output=True, text=True)
+    if r.returncode != 0 or not out.exists():
+        last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise TraceError(f"{path}: nsys export failed: {last[0]}")
+    return out
