@@ -19,7 +19,7 @@ run() {  # NAME ARGS...
 noise() {
   # repeated blocks (separate processes) of the same code (A/A) and of planted slowdowns
   common="--device cuda --trials 5 --steps 256 --warmup 16 --batch-sizes 1"
-  for b in 1 2 3 4 5 6; do
+  for b in 1 2 3 4 5; do
     run aa-b$b --tp 1 --order overlap --benchmark moe-decode-noise
     run plant1-b$b --tp 1 --order overlap --benchmark moe-decode-noise --plant-slowdown-pct 1
     run plant3-b$b --tp 1 --order overlap --benchmark moe-decode-noise --plant-slowdown-pct 3
@@ -32,10 +32,10 @@ tp1)
   run tp1-late-eager --tp 1 --order late --profile nsys --profile-batch-sizes 1
   run tp1-overlap-graphs --tp 1 --order overlap --cuda-graphs --profile nsys --profile-batch-sizes 1
   run tp1-serial-graphs --tp 1 --order serial --cuda-graphs
-  ;;
-tp2-noise)
   run tp2-overlap-eager --tp 2 --order overlap --profile nsys --profile-batch-sizes 1
-  run tp2-overlap-graphs --tp 2 --order overlap --cuda-graphs
+  run tp2-overlap-graphs --tp 2 --order overlap --cuda-graphs --profile nsys --profile-batch-sizes 1
+  ;;
+noise)
   noise
   ;;
 esac
