@@ -249,10 +249,6 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
               "layers": r["shape"]["layers"], "hidden": r["shape"]["hidden"],
               "experts": r["shape"]["experts"], "top_k": r["shape"]["top_k"],
               "dtype": r["shape"]["dtype"]}
-    if cfg.extra_work:
-        config["extra_work"] = cfg.extra_work
-    if cfg.plant_pct:
-        config["planted_slowdown_pct"] = cfg.plant_pct
     rec = {"benchmark": cfg.benchmark, "config": config,
            "hardware": envinfo.hardware(cfg.device, cfg.tp), "environment": envinfo.environment(),
            "started_at": started,
@@ -263,8 +259,11 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
            "trials": [{k: v for k, v in t.items() if k != "digest"} for t in trials],
            "kv_cache": {"bytes_available": r["kv_bytes_available"],
                         "bytes_per_token": r["kv_bytes_per_token"], "derived": True}}
-    if r.get("plant"):
-        rec["plant"] = r["plant"]
+    # a planted slowdown is a change under test, not a configuration: it stays out of `config`
+    # so the planted runs share the series of the code they are compared against
+    if r.get("plant") or cfg.extra_work:
+        rec["plant"] = {**(r.get("plant") or {}), "pct": cfg.plant_pct or None,
+                        "extra_work": cfg.extra_work or None}
     rec.update(envinfo.git_info())
     if cfg.label:
         rec["label"] = cfg.label

@@ -1,7 +1,11 @@
 """Open any supported trace file by its content (not only its name) and analyze one or many."""
 from __future__ import annotations
 
+import gzip
 import os
+import shutil
+import tempfile
+import zlib
 from pathlib import Path
 
 from .analysis import Options, analyze
@@ -11,8 +15,10 @@ from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
 from .progress import Progress
 
 
-def sniff(path: Path) -> str:
-    """'nsys', 'nsys-rep' or 'kineto'; raises TraceError for anything else."""
+def sniff(path: Path, name: str | None = None) -> str:
+    """'nsys', 'nsys-gz', 'nsys-rep' or 'kineto'; raises TraceError for anything else.
+
+    `name` is the original file name when the file is stored under another (content-addressed)."""
     if not path.exists():
         raise TraceError(f"{path}: no such file")
     if path.is_dir():
@@ -23,26 +29,43 @@ def sniff(path: Path) -> str:
         raise TraceError(f"{path}: empty file")
     if head.startswith(SQLITE_MAGIC):
         return "nsys"
-    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as g:
+                inner = g.read(16)
+        except (OSError, EOFError) as e:
+            raise TraceError(f"{path}: broken gzip data ({e})") from None
+        return "nsys-gz" if inner.startswith(SQLITE_MAGIC) else "kineto"
+    if head.lstrip()[:1] in (b"{", b"["):
         return "kineto"
-    if path.suffix == ".nsys-rep":
+    if path.suffix == ".nsys-rep" or (name or "").endswith(".nsys-rep"):
         return "nsys-rep"
     raise TraceError(f"{path}: unknown trace format (expected nsys .sqlite/.nsys-rep or Kineto "
                      ".json/.json.gz)")
 
 
 def load_trace(path: str | os.PathLike, step_regex: str | None = None,
-               progress: Progress | None = None) -> Trace:
+               progress: Progress | None = None, name: str | None = None) -> Trace:
     path = Path(path)
-    kind = sniff(path)
+    kind = sniff(path, name)
     try:
         if kind == "nsys":
             return load_nsys_sqlite(path, progress)
+        if kind == "nsys-gz":
+            with tempfile.TemporaryDirectory(prefix="perfwarden-") as tmp:
+                plain = Path(tmp) / (path.name.removesuffix(".gz") or "trace.sqlite")
+                with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                trace = load_nsys_sqlite(plain, progress)
+                trace.source = path.name
+                return trace
         if kind == "nsys-rep":
             return load_nsys_sqlite(export_nsys_rep(path, progress), progress)
         return load_kineto(path, step_regex, progress)
     except TraceError:
         raise
+    except (OSError, EOFError, zlib.error) as e:
+        raise TraceError(f"{path}: cannot read trace ({e})") from None
     except (MemoryError, RecursionError):
         raise
     except Exception as e:  # a producer we did not foresee: still one clear line

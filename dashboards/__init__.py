@@ -1,0 +1,1 @@
+"""Dashboard pages (Plotly), drawn from service functions, never over HTTP to itself."""

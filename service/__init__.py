@@ -1,0 +1,1 @@
+"""perfwarden service: storage, statistics, REST API, PR comment bot."""

@@ -1,0 +1,76 @@
+"""Request-scoped dependencies: the database session and the auth rules of spec/api.md."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from fastapi import Request
+from sqlalchemy.orm import Session
+
+from ..config import Settings
+from ..db import transaction
+from ..errors import ApiError
+from ..repositories import tokens
+
+
+def settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def db(request: Request) -> Iterator[Session]:
+    with transaction(request.app.state.sessions) as session:
+        yield session
+
+
+def _bearer(request: Request) -> str | None:
+    h = request.headers.get("authorization", "")
+    if h[:7].lower() == "bearer " and h[7:].strip():
+        return h[7:].strip()
+    return None
+
+
+def require_write(request: Request) -> None:
+    """Writes are open only while no token exists and the server listens on loopback."""
+    s: Settings = request.app.state.settings
+    with transaction(request.app.state.sessions) as session:
+        token = _bearer(request)
+        if token is None:
+            if s.loopback and not tokens.any_exist(session):
+                return
+            raise ApiError(401, "unauthorized", "this server needs 'Authorization: Bearer <token>' "
+                           "with write scope for writes")
+        row = tokens.lookup(session, token)
+        if row is None:
+            raise ApiError(401, "unauthorized", "unknown or revoked token")
+        if row.scope != "write":
+            raise ApiError(403, "forbidden", f"token {row.name!r} is read-only")
+
+
+def require_read(request: Request) -> None:
+    s: Settings = request.app.state.settings
+    if not s.read_auth:
+        return
+    token = _bearer(request)
+    if token is None:
+        raise ApiError(401, "unauthorized", "reads need 'Authorization: Bearer <token>' "
+                       "(PERFWARDEN_READ_AUTH=1)")
+    with transaction(request.app.state.sessions) as session:
+        if tokens.lookup(session, token) is None:
+            raise ApiError(401, "unauthorized", "unknown or revoked token")
+
+
+async def read_capped(request: Request, limit: int, what: str) -> bytes:
+    """The request body, refused with 413 past `limit` bytes (checked while streaming)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise ApiError(413, "too_large", f"{what} is larger than the {limit:,}-byte limit")
+        except ValueError:
+            raise ApiError(400, "bad_request", "invalid Content-Length header") from None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "too_large", f"{what} is larger than the {limit:,}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)

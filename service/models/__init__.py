@@ -1,0 +1,181 @@
+"""ORM models. The schema changes only through Alembic (migrations/)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        String, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAME = 200
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Benchmark(Base):
+    __tablename__ = "benchmarks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME), unique=True, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class Series(Base):
+    """Runs of one benchmark with the same config and the same GPU model and count."""
+
+    __tablename__ = "series"
+    __table_args__ = (UniqueConstraint("benchmark_id", "config_hash", "gpu", "gpu_count",
+                                       name="uq_series_identity"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"),
+                                              nullable=False, index=True)
+    config: Mapped[dict] = mapped_column(JSON, nullable=False)
+    config_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    gpu: Mapped[str] = mapped_column(String(NAME), nullable=False, default="")
+    gpu_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_benchmark_started", "benchmark_id", "started_at"),
+                      Index("ix_runs_series_started", "series_id", "started_at"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"),
+                                              nullable=False)
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id", ondelete="CASCADE"),
+                                           nullable=False)
+    config: Mapped[dict] = mapped_column(JSON, nullable=False)
+    commit: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    branch: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    label: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    repository: Mapped[str | None] = mapped_column(String(NAME))
+    pr: Mapped[int | None] = mapped_column(Integer)
+    hardware: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    environment: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    idempotency_key: Mapped[str | None] = mapped_column(String(NAME), unique=True)
+    body_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    determinism: Mapped[dict | None] = mapped_column(JSON)
+    trace_summary: Mapped[dict | None] = mapped_column(JSON)
+    extra: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+
+    benchmark: Mapped[Benchmark] = relationship(lazy="joined")
+    stats: Mapped[list["RunMetric"]] = relationship(back_populates="run", lazy="selectin",
+                                                    cascade="all, delete-orphan")
+
+
+class MetricDef(Base):
+    """The metric registry (spec/metrics.md): unit, direction and default gate threshold."""
+
+    __tablename__ = "metric_registry"
+    name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    unit: Mapped[str] = mapped_column(String(32), nullable=False)
+    direction: Mapped[str] = mapped_column(String(8), nullable=False)
+    threshold_pct: Mapped[float] = mapped_column(Float, nullable=False)
+    exact: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    gated: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
+    builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+class Sample(Base):
+    """One sample (trial) of one metric of one run: SQL can aggregate over these."""
+
+    __tablename__ = "samples"
+    __table_args__ = (Index("ix_samples_run_metric", "run_id", "metric"),)
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+    metric: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    trial: Mapped[int] = mapped_column(Integer, nullable=False)
+    value: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class RunMetric(Base):
+    """Per run and metric: n, mean, median, stdev (kept with the samples, for fast pages)."""
+
+    __tablename__ = "run_metrics"
+    __table_args__ = (UniqueConstraint("run_id", "metric", name="uq_run_metric"),
+                      Index("ix_run_metrics_metric_run", "metric", "run_id"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=False)
+    metric: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    unit: Mapped[str] = mapped_column(String(32), nullable=False)
+    direction: Mapped[str] = mapped_column(String(8), nullable=False)
+    n: Mapped[int] = mapped_column(Integer, nullable=False)
+    mean: Mapped[float] = mapped_column(Float, nullable=False)
+    median: Mapped[float] = mapped_column(Float, nullable=False)
+    stdev: Mapped[float | None] = mapped_column(Float)
+    run: Mapped[Run] = relationship(back_populates="stats")
+
+
+class TraceFile(Base):
+    __tablename__ = "traces"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), nullable=False,
+                                        index=True)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False, index=True)
+    filename: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    format: Mapped[str] = mapped_column(String(16), nullable=False)
+    summary: Mapped[dict] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class Baseline(Base):
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("benchmark_id", "name", name="uq_baseline_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"),
+                                              nullable=False)
+    name: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    run_ids: Mapped[list] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    benchmark: Mapped[Benchmark] = relationship(lazy="joined")
+
+
+class BaselineRun(Base):
+    __tablename__ = "baseline_runs"
+    baseline_id: Mapped[int] = mapped_column(ForeignKey("baselines.id", ondelete="CASCADE"),
+                                             primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+
+
+class BaselineHistory(Base):
+    """Every run set a baseline has held, with when it was replaced."""
+
+    __tablename__ = "baseline_history"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    baseline_id: Mapped[int] = mapped_column(ForeignKey("baselines.id", ondelete="CASCADE"),
+                                             nullable=False, index=True)
+    run_ids: Mapped[list] = mapped_column(JSON, nullable=False)
+    valid_from: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    valid_to: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    scope: Mapped[str] = mapped_column(String(8), nullable=False)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    revoked: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+class PrComment(Base):
+    """Where the bot's one comment per (repository, PR, benchmark, baseline) lives."""
+
+    __tablename__ = "pr_comments"
+    __table_args__ = (UniqueConstraint("repository", "pr", "benchmark", "baseline",
+                                       name="uq_pr_comment"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repository: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    pr: Mapped[int] = mapped_column(Integer, nullable=False)
+    benchmark: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    baseline: Mapped[str] = mapped_column(String(NAME), nullable=False)
+    comment_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    verdict: Mapped[str] = mapped_column(String(16), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+

@@ -1,0 +1,49 @@
+"""API tokens: shown once, stored as SHA-256 hashes."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timezone
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..models import ApiToken
+
+PREFIX = "pw_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create(session: Session, name: str, scope: str) -> str:
+    if scope not in ("read", "write"):
+        raise ValueError("scope must be read or write")
+    token = PREFIX + secrets.token_urlsafe(32)
+    session.add(ApiToken(name=name, scope=scope, token_sha256=hash_token(token),
+                         created_at=datetime.now(timezone.utc)))
+    session.flush()
+    return token
+
+
+def any_exist(session: Session) -> bool:
+    return (session.scalar(select(func.count()).select_from(ApiToken)
+                           .where(ApiToken.revoked.is_(False))) or 0) > 0
+
+
+def lookup(session: Session, token: str) -> ApiToken | None:
+    return session.scalars(select(ApiToken).where(ApiToken.token_sha256 == hash_token(token),
+                                                  ApiToken.revoked.is_(False))).first()
+
+
+def list_tokens(session: Session) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).order_by(ApiToken.id)))
+
+
+def revoke(session: Session, name: str) -> int:
+    n = 0
+    for t in session.scalars(select(ApiToken).where(ApiToken.name == name, ApiToken.revoked.is_(False))):
+        t.revoked = True
+        n += 1
+    return n

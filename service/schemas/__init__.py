@@ -1,0 +1,250 @@
+"""API input and output schemas (pydantic). Separate from ORM models and analysis data."""
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat,
+                      StrictInt, field_validator, model_validator)
+
+NAME_MAX = 200
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+OptName = Annotated[str | None, Field(default=None, max_length=NAME_MAX)]
+METRIC_NAME = re.compile(r"^[A-Za-z0-9_.:/\-]+$")
+ConfigValue = Union[StrictBool, StrictInt, StrictFloat, Annotated[str, Field(max_length=NAME_MAX)], None]
+
+
+def _finite(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("must be a number")
+    if not math.isfinite(v):
+        raise ValueError("must be a finite number")
+    return float(v)
+
+
+Sample = Annotated[float, BeforeValidator(_finite)]
+
+
+class MetricIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    unit: Annotated[str, Field(max_length=32)] = ""
+    direction: Literal["higher", "lower"] | None = None
+    samples: Annotated[list[Sample], Field(min_length=1, max_length=100_000)]
+
+
+class RunIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    benchmark: Name
+    config: dict[Annotated[str, Field(max_length=NAME_MAX)], ConfigValue] = Field(default_factory=dict)
+    commit: OptName = None
+    branch: OptName = None
+    label: OptName = None
+    repository: OptName = None
+    pr: Annotated[int | None, Field(default=None, ge=1, le=2**31 - 1)] = None
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime | None = None
+    metrics: Annotated[dict[str, MetricIn], Field(min_length=1, max_length=1000)]
+    determinism: dict[str, Any] | None = None
+    trace_summary: dict[str, Any] | None = None
+    idempotency_key: OptName = None
+
+    @field_validator("benchmark")
+    @classmethod
+    def _bench(cls, v: str) -> str:
+        v = v.strip()
+        if not v or any(c in v for c in "\n\r\t/"):
+            raise ValueError("must be a non-empty name without slashes or control characters")
+        return v
+
+    @field_validator("metrics")
+    @classmethod
+    def _names(cls, v: dict) -> dict:
+        for name in v:
+            if len(name) > NAME_MAX or not METRIC_NAME.match(name):
+                raise ValueError(f"metric name {name[:50]!r} must be 1-200 characters of "
+                                 "letters, digits and _.:/-")
+        return v
+
+    @field_validator("hardware")
+    @classmethod
+    def _hardware(cls, v: dict) -> dict:
+        gpu = v.get("gpu")
+        if gpu is not None and (not isinstance(gpu, str) or len(gpu) > NAME_MAX):
+            raise ValueError("hardware.gpu must be a string of at most 200 characters")
+        cnt = v.get("gpu_count")
+        if cnt is not None and (isinstance(cnt, bool) or not isinstance(cnt, int) or cnt < 0):
+            raise ValueError("hardware.gpu_count must be a non-negative integer")
+        return v
+
+    @field_validator("started_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        if v is None:
+            return v
+        if v.tzinfo is None:
+            return v.replace(tzinfo=timezone.utc)
+        return v.astimezone(timezone.utc)
+
+    @model_validator(mode="after")
+    def _determinism(self) -> "RunIn":
+        d = self.determinism
+        if d is not None:
+            rep, ide = d.get("repeats"), d.get("identical")
+            if not isinstance(rep, int) or not isinstance(ide, int) or isinstance(rep, bool) \
+                    or rep < 0 or not 0 <= ide <= rep:
+                raise ValueError("determinism needs integers repeats >= identical >= 0")
+        return self
+
+
+class RunCreated(BaseModel):
+    id: int
+
+
+class MetricOut(BaseModel):
+    unit: str
+    direction: str
+    n: int
+    mean: float
+    median: float
+    stdev: float | None
+    samples: list[float] | None = None
+
+
+class TraceRef(BaseModel):
+    id: int
+    filename: str
+    sha256: str
+    size_bytes: int
+    format: str
+
+
+class RunOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: int
+    benchmark: str
+    config: dict[str, Any]
+    commit: str | None
+    branch: str | None
+    label: str | None
+    repository: str | None
+    pr: int | None
+    hardware: dict[str, Any]
+    environment: dict[str, Any]
+    started_at: str
+    created_at: str
+    series_id: int
+    metrics: dict[str, MetricOut]
+    determinism: dict[str, Any] | None = None
+    trace_summary: dict[str, Any] | None = None
+    traces: list[TraceRef] = []
+
+
+class RunList(BaseModel):
+    data: list[RunOut]
+    count: int
+
+
+class BaselineIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    benchmark: Name
+    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=10_000)]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        v = v.strip()
+        if not v or any(c in v for c in "/\n\r\t"):
+            raise ValueError("must be a non-empty name without slashes or control characters")
+        return v
+
+
+class BaselineMove(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=10_000)]
+
+
+class BaselineOut(BaseModel):
+    id: int
+    name: str
+    benchmark: str
+    run_ids: list[int]
+    created_at: str
+    updated_at: str
+    history: list[dict[str, Any]] = []
+
+
+class BaselineList(BaseModel):
+    data: list[BaselineOut]
+    count: int
+
+
+class GateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    benchmark: Name
+    baseline: Name
+    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=1000)]
+    metrics: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = None
+    thresholds: dict[Annotated[str, Field(max_length=NAME_MAX)], Annotated[float, Field(ge=0, le=1000)]] | None = None
+
+
+class SideStats(BaseModel):
+    runs: int
+    n: int
+    mean: float | None
+    median: float | None
+    stdev: float | None
+
+
+class MetricVerdict(BaseModel):
+    name: str
+    direction: str
+    unit: str = ""
+    series: dict[str, Any]
+    series_id: int | None = None
+    baseline: SideStats
+    candidate: SideStats
+    delta_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    p_value: float | None
+    p_adjusted: float | None = None
+    threshold_pct: float
+    verdict: Literal["pass", "regression", "improvement", "inconclusive"]
+    reason: str
+    method: str = ""
+
+
+class GateOut(BaseModel):
+    verdict: Literal["pass", "fail", "inconclusive"]
+    benchmark: str
+    baseline: str
+    baseline_run_ids: list[int]
+    candidate_run_ids: list[int]
+    correction: str
+    alpha: float
+    metrics: list[MetricVerdict]
+
+
+class TraceOut(BaseModel):
+    id: int
+    run_id: int
+    sha256: str
+    filename: str
+    size_bytes: int
+    format: str
+    summary: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

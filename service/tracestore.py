@@ -1,0 +1,114 @@
+"""Content-addressed trace storage: uploads stream to disk (never whole in memory), then analyze."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from fastapi import Request
+
+from collectors.traces import Options, TraceError
+from collectors.traces.analysis import analyze, project, timeline
+from collectors.traces.load import load_trace, sniff
+
+from .errors import ApiError
+
+ALLOWED_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
+KERNELS_KEPT = 50
+
+
+def trace_dir(data_dir: Path) -> Path:
+    d = data_dir / "traces"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def path_for(data_dir: Path, sha: str) -> Path:
+    return trace_dir(data_dir) / sha[:2] / sha
+
+
+def check_filename(filename: str | None) -> str:
+    if not filename:
+        raise ApiError(422, "validation_error", "filename: query parameter ?filename= is required",
+                       "filename")
+    name = os.path.basename(filename.replace("\\", "/"))
+    if not name or len(name) > 200 or name != filename.replace("\\", "/").split("/")[-1]:
+        raise ApiError(422, "validation_error", "filename: must be a plain file name of at most "
+                       "200 characters", "filename")
+    if not name.endswith(ALLOWED_SUFFIXES):
+        raise ApiError(422, "validation_error", "filename: expected .sqlite, .nsys-rep, .json or "
+                       ".json.gz", "filename")
+    return name
+
+
+async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, str, int]:
+    """Stream the body into a temp file with its SHA-256; 413 past `limit` (file removed)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", f"trace is larger than the {limit:,}-byte limit")
+    tmp_dir = data_dir / "tmp"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as f:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise ApiError(413, "too_large", f"trace is larger than the {limit:,}-byte limit")
+                h.update(chunk)
+                f.write(chunk)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    if size == 0:
+        Path(name).unlink(missing_ok=True)
+        raise ApiError(422, "validation_error", "body: empty trace file", "body")
+    return Path(name), h.hexdigest(), size
+
+
+def analyze_file(path: Path, filename: str) -> tuple[str, dict]:
+    """(format, summary); TraceError becomes 422 naming the file."""
+    try:
+        fmt = sniff(path, filename)
+        trace = load_trace(path, Options().step_regex, None, filename)
+        summary = analyze(trace, Options())
+    except TraceError as e:
+        msg = str(e).replace(str(path), filename)
+        raise ApiError(422, "bad_trace", msg, "body") from None
+    summary["source"] = filename
+    summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
+    return {"nsys": "nsys", "nsys-gz": "nsys", "nsys-rep": "nsys-rep"}.get(fmt, "kineto"), summary
+
+
+def commit_file(tmp: Path, data_dir: Path, sha: str) -> Path:
+    final = path_for(data_dir, sha)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        tmp.unlink(missing_ok=True)
+    else:
+        shutil.move(str(tmp), final)
+    return final
+
+
+def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
+    cache = data_dir / "timelines" / f"{sha}-{steps}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    path = path_for(data_dir, sha)
+    if not path.exists():
+        raise ApiError(404, "not_found", "trace file is missing from storage")
+    try:
+        trace = load_trace(path, Options().step_regex, None, filename)
+    except TraceError as e:
+        raise ApiError(422, "bad_trace", str(e).replace(str(path), filename)) from None
+    data = timeline(trace, Options(), steps=steps)
+    proj = project(trace, Options().step_regex)
+    data["total_steps"] = int(proj.step_start_ns.shape[0])
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(data))
+    return data
