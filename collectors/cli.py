@@ -338,6 +338,10 @@ def dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
         return 130
     except BrokenPipeError:
         os._exit(0)
+    except Exception as e:  # noqa: BLE001 - never a traceback, never exit 1 from the CLI itself
+        print(f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+              file=sys.stderr)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:

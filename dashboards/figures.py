@@ -1,0 +1,152 @@
+"""Data -> plotly Figure. Pure functions: no database, no HTTP."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=50), height=380,
+              legend=dict(orientation="h", y=-0.2), hovermode="closest")
+
+
+def history(series: list[dict], metric: str, unit: str, samples: dict[int, list[float]],
+            bands: dict[int, tuple[float, float, float]], changes: dict[int, list[dict]],
+            title: str) -> go.Figure:
+    """Run means over time per series, each trial as a point, the baseline band, change points."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        color = COLORS[i % len(COLORS)]
+        runs = s["runs"]
+        name = s["name"]
+        x = [r["started_at"] for r in runs]
+        fig.add_trace(go.Scatter(x=x, y=[r["mean"] for r in runs], mode="lines+markers",
+                                 name=f"{name} (run mean)", line=dict(color=color),
+                                 customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""]
+                                             for r in runs],
+                                 hovertemplate="run %{customdata[0]}<br>%{customdata[2]} "
+                                               "%{customdata[1]}<br>mean %{y:.2f}<extra></extra>"))
+        tx, ty = [], []
+        for r in runs:
+            for v in samples.get(r["id"], []):
+                tx.append(r["started_at"])
+                ty.append(v)
+        if tx:
+            fig.add_trace(go.Scatter(x=tx, y=ty, mode="markers", name=f"{name} (trials)",
+                                     marker=dict(color=color, size=5, opacity=0.35),
+                                     hovertemplate="trial %{y:.2f}<extra></extra>"))
+        band = bands.get(s["series_id"])
+        if band and x:
+            lo, mid, hi = band
+            fig.add_trace(go.Scatter(x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
+                                     fill="toself", mode="none", fillcolor=color, opacity=0.12,
+                                     name=f"{name} baseline band", hoverinfo="skip"))
+            fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[mid, mid], mode="lines",
+                                     line=dict(color=color, dash="dot", width=1),
+                                     name=f"{name} baseline mean", hoverinfo="skip"))
+        for c in changes.get(s["series_id"], []):
+            fig.add_trace(go.Scatter(x=[c["started_at"], c["started_at"]],
+                                     y=[min(c["before_mean"], c["after_mean"]),
+                                        max(c["before_mean"], c["after_mean"])],
+                                     mode="lines+markers", line=dict(color="black", dash="dash"),
+                                     marker=dict(symbol="x", size=10), name="change point",
+                                     hovertemplate=f"change point {c['delta_pct']:+.2f}%"
+                                                   "<extra></extra>", showlegend=False))
+    fig.update_layout(**LAYOUT, title=title, xaxis_title="run start (UTC)",
+                      yaxis_title=f"{metric} ({unit})" if unit else metric)
+    return fig
+
+
+def distributions(dist: dict, metric: str) -> go.Figure:
+    """Baseline and candidate samples side by side (one box per side, every sample shown)."""
+    fig = go.Figure()
+    for side, color in (("baseline", COLORS[0]), ("candidate", COLORS[1])):
+        vals = [v for r in dist[side] for v in r["samples"]]
+        fig.add_trace(go.Box(y=vals, name=f"{side} ({len(vals)} samples, {len(dist[side])} runs)",
+                             boxpoints="all", jitter=0.4, pointpos=0, marker_color=color))
+    fig.update_layout(**{**LAYOUT, "height": 340}, title=f"{metric}: sample distributions",
+                      yaxis_title=metric, showlegend=False)
+    return fig
+
+
+ROLE_COLOR = {"main": "#1f77b4", "aux": "#ff7f0e", "other": "#7f7f7f"}
+
+
+def timeline(data: dict, min_gap_us: float = 10.0) -> go.Figure:
+    """Gantt of a few decode steps: one row per stream; idle gaps on the auxiliary lane shaded."""
+    fig = go.Figure()
+    rows = {}
+    for s in data["streams"]:
+        rows[(s["device"], s["stream"])] = f"GPU{s['device']} s{s['stream']} ({s['role']})"
+    for role in ("main", "aux", "other"):
+        ops = [o for o in data["ops"] if o["role"] == role]
+        if not ops:
+            continue
+        fig.add_trace(go.Bar(
+            base=[o["start_us"] for o in ops], x=[max(o["end_us"] - o["start_us"], 0.05) for o in ops],
+            y=[rows[(o["device"], o["stream"])] for o in ops], orientation="h",
+            marker_color=ROLE_COLOR[role], name=f"{role} stream ops",
+            customdata=[[o["name"][:90], o["end_us"] - o["start_us"], o["step"]] for o in ops],
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]:.1f} us, step %{customdata[2]}"
+                          "<extra></extra>"))
+    # idle gaps of the aux lane (union of aux streams) per device and step
+    gaps_x, gaps_y, gaps_base = [], [], []
+    by_dev: dict[int, list[tuple[int, float, float]]] = {}
+    for o in data["ops"]:
+        if o["role"] == "aux":
+            by_dev.setdefault(o["device"], []).append((o["step"], o["start_us"], o["end_us"]))
+    for dev, ivs in by_dev.items():
+        ivs.sort()
+        label = f"GPU{dev} aux lane gaps"
+        cur_step, cur_end = None, None
+        for step, s, e in ivs:
+            if step == cur_step and s > cur_end:
+                if s - cur_end >= min_gap_us:
+                    gaps_base.append(cur_end)
+                    gaps_x.append(s - cur_end)
+                    gaps_y.append(label)
+            if step != cur_step:
+                cur_step, cur_end = step, e
+            else:
+                cur_end = max(cur_end, e)
+    if gaps_x:
+        fig.add_trace(go.Bar(base=gaps_base, x=gaps_x, y=gaps_y, orientation="h",
+                             marker_color="rgba(214,39,40,0.5)", name=f"aux idle gap (>= {min_gap_us:g} us)",
+                             hovertemplate="idle %{x:.1f} us<extra></extra>"))
+    for st in data["steps"]:
+        fig.add_vrect(x0=st["start_us"], x1=st["end_us"], fillcolor="#eeeeee", opacity=0.3,
+                      line_width=0, layer="below")
+    fig.update_layout(**{**LAYOUT, "height": 160 + 40 * (len(rows) + (1 if gaps_x else 0))},
+                      barmode="overlay", title="per-stream timeline (first steps; us from step start)",
+                      xaxis_title="us")
+    fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def matrix(cells: list[dict], title: str = "tok/s by batch size") -> go.Figure:
+    """Heatmap: rows are variants, columns batch sizes; the text shows mean, CV and determinism."""
+    variants = sorted({c["variant"] for c in cells})
+    sizes = sorted({c["batch_size"] for c in cells})
+    z, text = [], []
+    for v in variants:
+        zr, tr = [], []
+        for m in sizes:
+            c = next((c for c in cells if c["variant"] == v and c["batch_size"] == m), None)
+            zr.append(c["mean"] if c else None)
+            tr.append("" if not c else f"{c['mean']:,.0f}<br>±{c['cv_pct']:.1f}%<br>{c['det']}")
+        z.append(zr)
+        text.append(tr)
+    fig = go.Figure(go.Heatmap(z=z, x=[f"M={m}" for m in sizes], y=variants, text=text,
+                               texttemplate="%{text}", colorscale="Blues",
+                               colorbar=dict(title="tok/s"),
+                               hovertemplate="%{y} %{x}<br>%{z:.1f} tok/s<extra></extra>"))
+    fig.update_layout(**{**LAYOUT, "height": 120 + 60 * max(1, len(variants))}, title=title)
+    return fig
+
+
+def small_panel(series: list[dict], title: str, unit: str) -> go.Figure:
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        fig.add_trace(go.Scatter(x=[r["started_at"] for r in s["runs"]],
+                                 y=[r["median"] for r in s["runs"]], mode="lines+markers",
+                                 name=s["name"], line=dict(color=COLORS[i % len(COLORS)])))
+    fig.update_layout(**{**LAYOUT, "height": 280}, title=title, yaxis_title=unit)
+    return fig

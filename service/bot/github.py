@@ -1,0 +1,91 @@
+"""GitHub's issue-comment REST API through httpx: list (all pages), create, edit; retries with
+backoff on 5xx and rate limits. The token is sent in a header and never logged."""
+from __future__ import annotations
+
+import re
+import time
+
+import httpx
+
+RETRIES = 4
+LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+
+class GitHubError(RuntimeError):
+    pass
+
+
+class GitHub:
+    def __init__(self, token: str, api_url: str = "https://api.github.com", timeout: float = 30,
+                 backoff_s: float = 1.0):
+        if not token:
+            raise GitHubError("GITHUB_TOKEN is not set")
+        self._client = httpx.Client(base_url=api_url.rstrip("/"), timeout=timeout, headers={
+            "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "perfwarden"})
+        self.backoff_s = backoff_s
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _request(self, method: str, url: str, **kw) -> httpx.Response:
+        for attempt in range(RETRIES + 1):
+            try:
+                r = self._client.request(method, url, **kw)
+            except httpx.TransportError as e:
+                if attempt == RETRIES:
+                    raise GitHubError(f"GitHub API unreachable: {type(e).__name__}") from None
+                time.sleep(self.backoff_s * 2 ** attempt)
+                continue
+            limited = r.status_code == 429 or (r.status_code == 403 and
+                                               r.headers.get("x-ratelimit-remaining") == "0")
+            if (r.status_code >= 500 or limited) and attempt < RETRIES:
+                wait = self.backoff_s * 2 ** attempt
+                if r.headers.get("retry-after", "").isdigit():
+                    wait = min(60.0, float(r.headers["retry-after"]))
+                time.sleep(wait)
+                continue
+            if r.status_code >= 400:
+                msg = ""
+                try:
+                    msg = r.json().get("message", "")
+                except ValueError:
+                    pass
+                hint = {401: "bad or expired GITHUB_TOKEN", 403: "token lacks permission or is "
+                        "rate limited", 404: "repository or pull request not found (or the token "
+                        "cannot see it)"}.get(r.status_code, "")
+                raise GitHubError(f"GitHub API {method} {url.split('?')[0]} answered "
+                                  f"{r.status_code}: {msg or hint}".rstrip(": "))
+            return r
+        raise GitHubError("GitHub API kept failing")  # pragma: no cover
+
+    def comments(self, repo: str, number: int) -> list[dict]:
+        url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page=100"
+        out: list[dict] = []
+        while url:
+            r = self._request("GET", url)
+            out.extend(r.json())
+            m = LINK_NEXT.search(r.headers.get("link", ""))
+            url = m.group(1) if m else None
+        return out
+
+    def create(self, repo: str, number: int, body: str) -> dict:
+        return self._request("POST", f"/repos/{repo}/issues/{number}/comments",
+                             json={"body": body}).json()
+
+    def edit(self, repo: str, comment_id: int, body: str) -> dict:
+        return self._request("PATCH", f"/repos/{repo}/issues/comments/{comment_id}",
+                             json={"body": body}).json()
+
+    def upsert(self, repo: str, number: int, marker: str, body: str) -> tuple[dict, bool]:
+        """Edit the comment holding `marker`, or create it. Returns (comment, created)."""
+        for c in self.comments(repo, number):
+            if marker in (c.get("body") or ""):
+                return self.edit(repo, c["id"], body), False
+        return self.create(repo, number, body), True

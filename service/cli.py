@@ -1,0 +1,262 @@
+"""`perfwarden`: the collector commands plus serve, db, tokens, seed, gate, noise and comment.
+
+Server-side imports happen inside each command, so `perfwarden collect ...` runs on a GPU node
+that has only the collectors' dependencies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from collectors.cli import CliError, build_parser, dispatch
+
+EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+def _settings():
+    from .config import Settings
+
+    try:
+        return Settings()
+    except Exception as e:  # noqa: BLE001 - a bad environment variable: one line, exit 2
+        raise CliError(f"bad PERFWARDEN_* setting: {str(e).splitlines()[0]}") from None
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from .main import create_app
+    from .migrate import upgrade
+
+    s = _settings()
+    s.bind_host = args.host
+    if s.is_sqlite or args.migrate:
+        upgrade(s.database_url)  # the embedded default migrates itself; production migrates apart
+    if args.seed:
+        from .seed import seed_if_empty
+
+        seed_if_empty(s, args.seed, progress=True)
+    app = create_app(s)
+    print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)})",
+          file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':')[0]}:***@{host}" if ":" in creds else url
+    return url
+
+
+def cmd_db(args) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from . import migrate
+
+    s = _settings()
+    try:
+        if args.db_cmd == "upgrade":
+            migrate.upgrade(s.database_url, args.rev)
+        elif args.db_cmd == "downgrade":
+            migrate.downgrade(s.database_url, args.rev)
+        cur = migrate.current(s.database_url)
+    except SQLAlchemyError as e:
+        raise CliError(f"database: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # alembic's own errors (unknown revision, ...)
+        raise CliError(f"migration: {str(e).splitlines()[0]}") from None
+    print(f"{cur or 'base'}{' (head)' if cur == migrate.head() else ''}")
+    return 0
+
+
+def cmd_tokens(args) -> int:
+    from .db import make_engine, session_factory, transaction
+    from .migrate import upgrade
+    from .repositories import tokens
+
+    s = _settings()
+    if s.is_sqlite:
+        upgrade(s.database_url)
+    sessions = session_factory(make_engine(s.database_url))
+    with transaction(sessions) as session:
+        if args.tokens_cmd == "create":
+            token = tokens.create(session, args.name, args.scope)
+            print(token)
+            print(f"token {args.name!r} ({args.scope}) created; it is shown only once",
+                  file=sys.stderr)
+        elif args.tokens_cmd == "revoke":
+            n = tokens.revoke(session, args.name)
+            print(f"revoked {n} token(s) named {args.name!r}", file=sys.stderr)
+            if not n:
+                return EXIT_ERROR
+        else:
+            for t in tokens.list_tokens(session):
+                print(f"{t.id}\t{t.name}\t{t.scope}\t{'revoked' if t.revoked else 'active'}\t"
+                      f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}")
+    return 0
+
+
+def cmd_seed(args) -> int:
+    from .migrate import upgrade
+    from .seed import seed
+
+    s = _settings()
+    upgrade(s.database_url)
+    n = seed(s, args.dir, progress=True)
+    print(f"stored {n} run(s) from {args.dir}", file=sys.stderr)
+    return 0
+
+
+def _client(server: str):
+    import httpx
+
+    headers = {}
+    token = os.environ.get("PERFWARDEN_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=60)
+
+
+def _api(server: str, method: str, path: str, **kw) -> dict:
+    import httpx
+
+    try:
+        with _client(server) as c:
+            r = c.request(method, path, **kw)
+    except httpx.HTTPError as e:
+        raise CliError(f"cannot reach {server}: {e}") from None
+    try:
+        body = r.json()
+    except ValueError:
+        raise CliError(f"{server} answered {r.status_code} without JSON") from None
+    if r.status_code >= 400:
+        msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
+        raise CliError(f"{server} answered {r.status_code}: {msg or body}")
+    return body
+
+
+def cmd_gate(args) -> int:
+    from .gate_report import print_gate
+
+    body = {"benchmark": args.benchmark, "baseline": args.baseline, "run_ids": args.run}
+    if args.metric:
+        body["metrics"] = args.metric
+    if args.threshold:
+        th = {}
+        for t in args.threshold:
+            name, _, val = t.partition("=")
+            try:
+                th[name] = float(val)
+            except ValueError:
+                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+        body["thresholds"] = th
+    result = _api(args.server, "POST", "/api/v1/gate", json=body)
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        print_gate(result)
+    return {"pass": EXIT_PASS, "fail": EXIT_REGRESSION}.get(result["verdict"], EXIT_INCONCLUSIVE)
+
+
+def cmd_noise(args) -> int:
+    if args.server:
+        result = _api(args.server, "GET", "/api/v1/noise",
+                      params={"benchmark": args.benchmark, "metric": args.metric})["series"]
+    else:
+        from .db import make_engine, session_factory, transaction
+        from .errors import ApiError
+        from .stats.history import noise
+
+        s = _settings()
+        with transaction(session_factory(make_engine(s.database_url))) as session:
+            try:
+                result = noise(session, args.benchmark, args.metric)
+            except ApiError as e:
+                raise CliError(e.message) from None
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+        return 0
+    from .gate_report import print_noise
+
+    print_noise(args.benchmark, args.metric, result)
+    return 0
+
+
+def cmd_comment(args) -> int:
+    from .bot.comment import post_comment
+
+    return post_comment(args, _api)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, sub = build_parser()
+
+    p = sub.add_parser("serve", help="serve the API and the dashboard")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--seed", metavar="DIR", help="when the database holds no run, load the run "
+                   "records (and their traces) under DIR first")
+    p.add_argument("--migrate", action="store_true", help="run migrations first (always on SQLite)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("db", help="database migrations (Alembic)")
+    dsub = p.add_subparsers(dest="db_cmd", required=True)
+    u = dsub.add_parser("upgrade")
+    u.add_argument("rev", nargs="?", default="head")
+    d = dsub.add_parser("downgrade")
+    d.add_argument("rev")
+    dsub.add_parser("current")
+    p.set_defaults(func=cmd_db)
+
+    p = sub.add_parser("tokens", help="API tokens")
+    tsub = p.add_subparsers(dest="tokens_cmd", required=True)
+    c = tsub.add_parser("create")
+    c.add_argument("--name", required=True)
+    c.add_argument("--scope", choices=["read", "write"], default="write")
+    r = tsub.add_parser("revoke")
+    r.add_argument("--name", required=True)
+    tsub.add_parser("list")
+    p.set_defaults(func=cmd_tokens)
+
+    p = sub.add_parser("seed", help="load run records (and their traces) from a folder")
+    p.add_argument("dir")
+    p.set_defaults(func=cmd_seed)
+
+    p = sub.add_parser("gate", help="judge candidate runs against a baseline (exit 0 pass, "
+                       "1 regression, 3 inconclusive, 2 error)")
+    p.add_argument("--server", required=True)
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--baseline", required=True)
+    p.add_argument("--run", type=int, action="append", required=True)
+    p.add_argument("--metric", action="append")
+    p.add_argument("--threshold", action="append", metavar="METRIC=PCT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("noise", help="run-to-run and trial spread of a benchmark's history")
+    p.add_argument("benchmark")
+    p.add_argument("--metric", default="tok_s")
+    p.add_argument("--server", help="ask this server (default: the local database)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_noise)
+
+    p = sub.add_parser("comment", help="post or update the PR comment with the verdict")
+    p.add_argument("--server", required=True)
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--baseline", required=True)
+    p.add_argument("--run", type=int, action="append", required=True)
+    p.add_argument("--repo", required=True, metavar="OWNER/NAME")
+    p.add_argument("--pr", type=int, required=True)
+    p.add_argument("--dashboard-url")
+    p.add_argument("--dry-run", action="store_true")
+    p.set_defaults(func=cmd_comment)
+    return dispatch(parser, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
