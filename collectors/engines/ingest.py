@@ -55,7 +55,12 @@ def ingest(paths: list[str | Path], benchmark: str | None = None, label: str | N
         if not raw.strip():
             raise EngineOutputError(f"{p}: empty file")
         text = raw.decode("utf-8", errors="replace")
-        objs = _read_json_or_lines(p, text)
+        try:
+            objs = _read_json_or_lines(p, text)
+        except EngineOutputError:
+            if not looks_like_log(text):  # SGLang log lines start with '[' too
+                raise
+            objs = None
         if objs is None:
             if looks_like_log(text):
                 facts = parse_log(p, text)

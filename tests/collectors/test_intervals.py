@@ -1,0 +1,96 @@
+"""Interval logic: property tests against plain loops, and small cases by hand."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from collectors.traces import analyze_files
+from collectors.traces import intervals as iv
+from tests.collectors.reference import inter, merge
+
+ivs = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1000), st.integers(0, 60)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ivs)
+def test_merge_and_gaps_match_loops(rows):
+    g = np.array([r[0] for r in rows], dtype=np.int64)
+    s = np.array([r[1] for r in rows], dtype=np.int64)
+    e = s + np.array([r[2] for r in rows], dtype=np.int64)
+    mg, ms, me = iv.merge(g, s, e)
+    gg, gaps = iv.gaps(mg, ms, me)
+    for grp in range(4):
+        want = merge([(a, b) for x, a, b in zip(g, s, e) if x == grp])
+        got = [[a, b] for x, a, b in zip(mg, ms, me) if x == grp]
+        assert got == want
+        assert sorted(gaps[gg == grp].tolist()) == sorted(
+            want[k + 1][0] - want[k][1] for k in range(len(want) - 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ivs, ivs)
+def test_intersection_matches_loops(a_rows, b_rows):
+    def merged(rows):
+        g = np.array([r[0] for r in rows], dtype=np.int64)
+        s = np.array([r[1] for r in rows], dtype=np.int64)
+        return iv.merge(g, s, s + np.array([r[2] for r in rows], dtype=np.int64))
+
+    A, B = merged(a_rows), merged(b_rows)
+    groups, length = iv.intersection_length(*A, *B)
+    got = dict(zip(groups.tolist(), length.tolist()))
+    for grp in range(4):
+        la = [(s, e) for g, s, e in zip(*A) if g == grp]
+        lb = [(s, e) for g, s, e in zip(*B) if g == grp]
+        assert got.get(grp, 0) == inter(la, lb)
+
+
+def test_touching_intervals_merge():
+    g = np.zeros(3, np.int64)
+    mg, ms, me = iv.merge(g, np.array([0, 10, 30]), np.array([10, 20, 40]))
+    assert ms.tolist() == [0, 30] and me.tolist() == [20, 40]
+
+
+def _trace(path, events):
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_hand_made_trace(tmp_path):
+    """One step, main stream 7, aux stream 9; aux ops at [0,5] [20,25] [26,30] (us) give one idle
+    gap of 15 us and one bubble of 1 us; overlap with main [0,22] is 5 + 2 = 7 us."""
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "decode_step_0", "pid": 1, "tid": 1,
+           "ts": 0, "dur": 100}]
+    kernels = [(7, 0, 22), (9, 0, 5), (9, 20, 5), (9, 26, 4)]
+    for i, (stream, ts, dur) in enumerate(kernels):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+                   "tid": 1, "ts": 1 + i, "dur": 0.5, "args": {"correlation": 100 + i}})
+        ev.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": stream,
+                   "ts": ts, "dur": dur, "args": {"device": 0, "stream": stream,
+                                                  "correlation": 100 + i}})
+    s = analyze_files([_trace(tmp_path / "t.json", ev)])
+    assert s["steps"] == 1
+    assert s["aux_gap_count"] == 1 and s["aux_gap_mean_us"] == 15.0
+    assert s["aux_gap_median_us"] == 15.0 and s["aux_gap_p95_us"] == 15.0
+    assert s["aux_bubble_count"] == 1
+    assert s["aux_idle_per_step_us"] == 16.0
+    assert s["aux_busy_per_step_us"] == 14.0
+    assert s["aux_main_overlap_us_per_step"] == 7.0
+    assert s["step_gpu_time_us_mean"] == 30.0
+    # a launch call outside the step range is not projected
+    ev[1]["ts"] = 150
+    s2 = analyze_files([_trace(tmp_path / "t2.json", ev)])
+    assert s2["streams"][0]["ops"] == 0 or s2["aux_busy_per_step_us"] != 14.0
+
+
+def test_old_pytorch_category_names(tmp_path):
+    """Older PyTorch writes Kernel / Runtime / Operator."""
+    ev = [{"ph": "X", "cat": "Operator", "name": "decode_step_3", "pid": 1, "tid": 1, "ts": 0,
+           "dur": 50},
+          {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1,
+           "dur": 1, "args": {"correlation": 5}},
+          {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 3,
+           "args": {"device": 0, "stream": 7, "correlation": 5}}]
+    s = analyze_files([_trace(tmp_path / "old.json", ev)])
+    assert s["steps"] == 1 and s["kernels"][0]["count"] == 1

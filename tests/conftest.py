@@ -1,0 +1,101 @@
+"""Shared fixtures: databases (SQLite file and real PostgreSQL), the app, real data paths."""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+H200 = ROOT / "data" / "h200"
+PG_ADMIN = os.environ.get("PERFWARDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _pg_available() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN.replace("+psycopg", ""), connect_timeout=3):
+            return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_ok() -> bool:
+    ok = _pg_available()
+    if not ok and os.environ.get("CI"):
+        pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432 (CI must start it)")
+    return ok
+
+
+def new_pg_database() -> tuple[str, callable]:
+    import psycopg
+
+    name = f"pw_test_{uuid.uuid4().hex[:10]}"
+    admin = PG_ADMIN.replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as con:
+        con.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(admin, autocommit=True) as con:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return PG_ADMIN.rsplit("/", 1)[0] + f"/{name}", drop
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path, pg_ok):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'perfwarden.db'}"
+        return
+    if not pg_ok:
+        pytest.skip("PostgreSQL not available")
+    url, drop = new_pg_database()
+    try:
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture
+def settings(db_url, tmp_path):
+    from service.config import Settings
+    from service.migrate import upgrade
+
+    upgrade(db_url)
+    return Settings(database_url=db_url, data_dir=tmp_path / "data", bind_host="127.0.0.1")
+
+
+@pytest.fixture
+def client(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    app = create_app(settings)
+    with TestClient(app) as c:
+        yield c
+    app.state.engine.dispose()
+
+
+def h200_records(*parts: str) -> list[dict]:
+    out = []
+    for f in sorted(H200.joinpath(*parts).glob("*.json")):
+        for r in json.loads(f.read_text()):
+            r.pop("trace_files", None)
+            out.append(r)
+    return out
+
+
+def minimal_run(**over) -> dict:
+    run = {"benchmark": "bench-a", "config": {"tp": 1, "batch_size": 1},
+           "hardware": {"gpu": "NVIDIA H200", "gpu_count": 1},
+           "metrics": {"tok_s": {"unit": "tok/s", "direction": "higher",
+                                 "samples": [100.0, 101.0, 99.5]}}}
+    run.update(over)
+    return run

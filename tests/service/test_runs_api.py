@@ -1,0 +1,167 @@
+"""Runs API on SQLite and PostgreSQL: storage, validation, idempotency, limits, auth, pagination."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import minimal_run
+
+
+def _count(url: str, table: str) -> int:
+    eng = create_engine(url)
+    with eng.connect() as c:
+        n = c.execute(text(f"SELECT count(*) FROM {table}")).scalar()
+    eng.dispose()
+    return n
+
+
+def test_store_and_read_back(client, settings):
+    r = client.post("/api/v1/runs", json=minimal_run(label="pr-1", commit="abc1234"))
+    assert r.status_code == 201
+    rid = r.json()["id"]
+    got = client.get(f"/api/v1/runs/{rid}").json()
+    assert got["benchmark"] == "bench-a" and got["label"] == "pr-1"
+    assert got["metrics"]["tok_s"]["samples"] == [100.0, 101.0, 99.5]
+    assert got["metrics"]["tok_s"]["mean"] == pytest.approx(100.1666666)
+    assert got["metrics"]["tok_s"]["median"] == 101.0 - 1.0
+    assert got["started_at"].endswith("Z")
+    assert _count(settings.database_url, "samples") == 3
+
+
+def test_list_filters_and_pagination(client):
+    for i in range(5):
+        client.post("/api/v1/runs", json=minimal_run(label="a" if i % 2 else "b",
+                                                     started_at=f"2026-11-0{i + 1}T00:00:00Z"))
+    page = client.get("/api/v1/runs?limit=2&offset=1").json()
+    assert page["count"] == 5 and len(page["data"]) == 2
+    assert page["data"][0]["started_at"] == "2026-11-04T00:00:00Z"  # newest first
+    assert client.get("/api/v1/runs?label=a").json()["count"] == 2
+    assert client.get("/api/v1/runs?limit=1001").status_code == 422
+    assert client.get("/api/v1/runs?benchmark=nope").json() == {"data": [], "count": 0}
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"metrics": {"tok_s": {"samples": [1.0]}}}, "benchmark"),
+    ({"benchmark": "b"}, "metrics"),
+    ({"benchmark": "b", "metrics": {}}, "metrics"),
+    ({"benchmark": "b", "metrics": {"tok_s": {"samples": []}}}, "metrics.tok_s.samples"),
+    ({"benchmark": "b", "metrics": {"tok_s": {"samples": ["x"]}}}, "metrics.tok_s.samples.0"),
+    ({"benchmark": "b", "metrics": {"tok_s": {"samples": [True]}}}, "metrics.tok_s.samples.0"),
+    ({"benchmark": "b", "metrics": {"tok_s": {"direction": "lower", "samples": [1]}}},
+     "metrics.tok_s.direction"),
+    ({"benchmark": "b", "metrics": {"tok_s": {"unit": "tokens/s", "samples": [1]}}},
+     "metrics.tok_s.unit"),
+    ({"benchmark": "b", "metrics": {"my_metric": {"samples": [1]}}}, "metrics.my_metric.direction"),
+    ({"benchmark": "x" * 201, "metrics": {"tok_s": {"samples": [1]}}}, "benchmark"),
+    ({"benchmark": "b", "label": "l" * 201, "metrics": {"tok_s": {"samples": [1]}}}, "label"),
+])
+def test_malformed_runs_refused_and_nothing_stored(client, settings, body, field):
+    r = client.post("/api/v1/runs", json=body)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["field"] == field and err["status"] == 422 and "\n" not in err["message"]
+    assert _count(settings.database_url, "runs") == 0
+    assert _count(settings.database_url, "samples") == 0
+
+
+@pytest.mark.parametrize("raw", [b'{"benchmark": "b", "metrics": {"tok_s": {"samples": [NaN]}}}',
+                                 b'{"benchmark": "b", "metrics": {"tok_s": {"samples": [Infinity]}}}',
+                                 b"{oops", b"", b"[]"])
+def test_non_finite_and_bad_json(client, settings, raw):
+    r = client.post("/api/v1/runs", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert _count(settings.database_url, "runs") == 0
+
+
+def test_oversized_body_is_413(client, settings):
+    big = minimal_run(notes="x" * (9 << 20))
+    r = client.post("/api/v1/runs", content=json.dumps(big))
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+    assert _count(settings.database_url, "runs") == 0
+
+
+def test_idempotency(client, settings):
+    body = minimal_run(idempotency_key="ci-1")
+    a = client.post("/api/v1/runs", json=body)
+    b = client.post("/api/v1/runs", json=body)
+    assert a.status_code == 201 and b.status_code == 200 and a.json() == b.json()
+    c = client.post("/api/v1/runs", json=minimal_run(idempotency_key="ci-1", label="other"))
+    assert c.status_code == 409 and c.json()["error"]["field"] == "idempotency_key"
+    assert _count(settings.database_url, "runs") == 1
+
+
+def test_unknown_metric_registered_then_enforced(client):
+    body = minimal_run(metrics={"foo_ms": {"unit": "ms", "direction": "lower", "samples": [1, 2]}})
+    assert client.post("/api/v1/runs", json=body).status_code == 201
+    body = minimal_run(metrics={"foo_ms": {"unit": "ms", "direction": "higher", "samples": [1]}})
+    assert client.post("/api/v1/runs", json=body).status_code == 422
+
+
+def test_series_split_by_config_and_gpu(client):
+    a = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    b = client.post("/api/v1/runs", json=minimal_run(hardware={"gpu": "NVIDIA H100", "gpu_count": 1})).json()["id"]
+    c = client.post("/api/v1/runs", json=minimal_run(config={"batch_size": 1, "tp": 1})).json()["id"]
+    sa, sb, sc = (client.get(f"/api/v1/runs/{i}").json()["series_id"] for i in (a, b, c))
+    assert sa != sb and sa == sc  # key order does not make another series
+
+
+def test_error_shape_everywhere(client):
+    for r in (client.get("/api/v1/runs/999"), client.get("/nope"),
+              client.post("/api/v1/gate", json={}), client.delete("/api/v1/runs")):
+        body = r.json()
+        assert set(body) == {"error"} and set(body["error"]) == {"status", "code", "message", "field"}
+        assert body["error"]["status"] == r.status_code
+        assert "Traceback" not in r.text
+
+
+def test_auth_rules(client, settings):
+    from service.db import make_engine, session_factory, transaction
+    from service.repositories import tokens
+
+    assert client.post("/api/v1/runs", json=minimal_run()).status_code == 201  # open: no token
+    sessions = session_factory(make_engine(settings.database_url))
+    with transaction(sessions) as s:
+        write = tokens.create(s, "ci", "write")
+        read = tokens.create(s, "viewer", "read")
+    assert client.post("/api/v1/runs", json=minimal_run()).status_code == 401
+    r = client.post("/api/v1/runs", json=minimal_run(), headers={"Authorization": f"Bearer {read}"})
+    assert r.status_code == 403
+    r = client.post("/api/v1/runs", json=minimal_run(), headers={"Authorization": f"Bearer {write}"})
+    assert r.status_code == 201
+    assert client.post("/api/v1/runs", json=minimal_run(),
+                       headers={"Authorization": "Bearer pw_wrong"}).status_code == 401
+    assert client.get("/api/v1/runs").status_code == 200  # reads stay open
+    eng = create_engine(settings.database_url)
+    with eng.connect() as c:
+        stored = [r[0] for r in c.execute(text("SELECT token_sha256 FROM api_tokens"))]
+    eng.dispose()
+    assert write not in stored and len(stored[0]) == 64
+
+
+def test_non_loopback_needs_token(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    settings.bind_host = "0.0.0.0"
+    settings.read_auth = True
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/api/v1/runs", json=minimal_run()).status_code == 401
+        assert c.get("/api/v1/runs").status_code == 401
+
+
+def test_openapi_matches_spec(client):
+    doc = client.get("/openapi.json").json()
+    paths = doc["paths"]
+    for p, methods in {"/api/v1/runs": {"get", "post"}, "/api/v1/runs/{run_id}": {"get"},
+                       "/api/v1/runs/{run_id}/traces": {"post"}, "/api/v1/traces/{trace_id}": {"get"},
+                       "/api/v1/traces/{trace_id}/timeline": {"get"},
+                       "/api/v1/baselines": {"get", "post"},
+                       "/api/v1/baselines/{benchmark}/{name}": {"put"}, "/api/v1/gate": {"post"}}.items():
+        assert methods <= set(paths[p]), p
+    run_in = doc["components"]["schemas"]["RunIn"]
+    assert {"benchmark", "metrics"} <= set(run_in["required"])
+    gate_out = doc["components"]["schemas"]["MetricVerdict"]["properties"]
+    assert {"delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "threshold_pct", "verdict"} <= set(gate_out)
