@@ -8,7 +8,7 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 import plotly
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Path as PathParam, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -92,7 +92,7 @@ def index(request: Request, session: Session = Depends(db)):
 
 @router.get("/benchmarks/{name}", response_class=HTMLResponse)
 def benchmark_page(request: Request, name: str, session: Session = Depends(db),
-                   series: Annotated[int | None, Query(ge=1)] = None, branch: Opt = None,
+                   series: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None, branch: Opt = None,
                    label: Opt = None, gpu: Opt = None, metric: Opt = "tok_s",
                    since: Opt = None, until: Opt = None, baseline: Opt = None):
     metric = metric or "tok_s"
@@ -209,7 +209,7 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: int, session: Session = Depends(db),
+def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 - 1)], session: Session = Depends(db),
              steps: Annotated[int, Query(ge=1, le=20)] = 3):
     run = run_out(session, get_run(session, run_id))
     timelines = []

@@ -99,3 +99,31 @@ def minimal_run(**over) -> dict:
                                  "samples": [100.0, 101.0, 99.5]}}}
     run.update(over)
     return run
+
+
+@pytest.fixture
+def live_server(settings):
+    """The real app under uvicorn on a free loopback port (for the CLI and the browser)."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from service.main import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", app
+    server.should_exit = True
+    t.join(10)
+    app.state.engine.dispose()

@@ -25,6 +25,7 @@ OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET
 CALL_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 RANGE_CATS = {"user_annotation", "operator"}
 SYNC_CATS = {"cuda_sync"}
+BIG_FILE_BYTES = 32 << 20  # progress lines only for files worth waiting for
 
 try:  # optional fast path
     import msgspec
@@ -137,8 +138,10 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
                 progress: Progress | None = None) -> Trace:
     path = Path(path)
     prog = progress or Progress(None)
-    raw = read_bytes(path, prog)
-    prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
+    big = path.stat().st_size > BIG_FILE_BYTES
+    raw = read_bytes(path, prog if big else None)
+    if big:
+        prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
     events = _events(path, raw)
     del raw
     prog.start(len(events), f"scanning {path.name}")
@@ -224,8 +227,9 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
     trace.waits = _waits(syncs, calls)
     if n_bad:
         trace.warnings.append(f"{path.name}: skipped {n_bad} events with non-numeric ts/dur")
-    prog.done(f"{path.name}: {len(ops):,} GPU ops, {len(calls):,} launch calls, "
-              f"{len(ranges):,} step ranges")
+    if big:
+        prog.done(f"{path.name}: {len(ops):,} GPU ops, {len(calls):,} launch calls, "
+                  f"{len(ranges):,} step ranges")
     return trace
 
 

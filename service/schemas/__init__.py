@@ -25,6 +25,7 @@ def _finite(v: Any) -> Any:
 
 
 Sample = Annotated[float, BeforeValidator(_finite)]
+RunId = Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
 
 
 class MetricIn(BaseModel):
@@ -151,7 +152,7 @@ class BaselineIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     benchmark: Name
-    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=10_000)]
+    run_ids: Annotated[list[RunId], Field(min_length=1, max_length=10_000)]
 
     @field_validator("name")
     @classmethod
@@ -164,7 +165,7 @@ class BaselineIn(BaseModel):
 
 class BaselineMove(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=10_000)]
+    run_ids: Annotated[list[RunId], Field(min_length=1, max_length=10_000)]
 
 
 class BaselineOut(BaseModel):
@@ -186,7 +187,7 @@ class GateIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     benchmark: Name
     baseline: Name
-    run_ids: Annotated[list[StrictInt], Field(min_length=1, max_length=1000)]
+    run_ids: Annotated[list[RunId], Field(min_length=1, max_length=1000)]
     metrics: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = None
     thresholds: dict[Annotated[str, Field(max_length=NAME_MAX)], Annotated[float, Field(ge=0, le=1000)]] | None = None
 

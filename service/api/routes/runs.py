@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import ValidationError
@@ -22,6 +22,7 @@ from ..deps import db, read_capped, require_read, require_write
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 ERRORS = {code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413, 422)}
 Str200 = Annotated[str | None, Query(max_length=200)]
+Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
 @router.post("/runs", status_code=201, response_model=RunCreated, responses={
@@ -64,7 +65,7 @@ def list_runs(session: Session = Depends(db), benchmark: Str200 = None, label: S
 
 @router.get("/runs/{run_id}", response_model=RunOut, dependencies=[Depends(require_read)],
             responses=ERRORS)
-def get_run(run_id: int, session: Session = Depends(db)):
+def get_run(run_id: Id, session: Session = Depends(db)):
     return repo.run_out(session, repo.get_run(session, run_id))
 
 
@@ -72,7 +73,7 @@ def get_run(run_id: int, session: Session = Depends(db)):
              dependencies=[Depends(require_write)], responses=ERRORS,
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
-async def upload_trace(run_id: int, request: Request,
+async def upload_trace(run_id: Id, request: Request,
                        filename: Annotated[str | None, Query(max_length=1000)] = None):
     """Stream a trace file to content-addressed storage, analyze it, attach the summary."""
     s = request.app.state.settings
@@ -113,7 +114,7 @@ async def upload_trace(run_id: int, request: Request,
 
 @router.get("/traces/{trace_id}", dependencies=[Depends(require_read)], responses={
     200: {"content": {"application/octet-stream": {}}}, **ERRORS})
-def download_trace(trace_id: int, request: Request, session: Session = Depends(db)):
+def download_trace(trace_id: Id, request: Request, session: Session = Depends(db)):
     row = session.get(TraceFile, trace_id)
     if row is None:
         raise not_found(f"trace {trace_id}")
@@ -124,7 +125,7 @@ def download_trace(trace_id: int, request: Request, session: Session = Depends(d
 
 
 @router.get("/traces/{trace_id}/timeline", dependencies=[Depends(require_read)], responses=ERRORS)
-async def trace_timeline(trace_id: int, request: Request,
+async def trace_timeline(trace_id: Id, request: Request,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
     """Per-stream op intervals of a few decode steps (us from the first step's start)."""
     with transaction(request.app.state.sessions) as session:

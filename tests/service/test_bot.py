@@ -1,0 +1,168 @@
+"""The PR comment bot against a local HTTP server that speaks GitHub's issue-comment API."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+
+import pytest
+
+from service.bot.github import GitHub, GitHubError
+from tests.conftest import h200_records
+
+TOKEN = "ghp_secret_token_value_123"
+
+
+class FakeGitHub:
+    def __init__(self, per_page=2, fail_first=0, status=None):
+        self.comments: dict[int, dict] = {}
+        self.next_id = 1000
+        self.per_page = per_page
+        self.fail_first = fail_first
+        self.status = status
+        self.requests: list[tuple[str, str]] = []
+        fake = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, body, headers=None):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _guard(self):
+                fake.requests.append((self.command, self.path))
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    self._send(401, {"message": "Bad credentials"})
+                    return False
+                if fake.fail_first > 0:
+                    fake.fail_first -= 1
+                    self._send(502, {"message": "Bad gateway"})
+                    return False
+                if fake.status:
+                    self._send(fake.status, {"message": "Not Found"})
+                    return False
+                return True
+
+            def do_GET(self):
+                if not self._guard():
+                    return
+                path, _, q = self.path.partition("?")
+                page = int(dict(p.split("=") for p in q.split("&") if p).get("page", 1))
+                items = [c for c in fake.comments.values()]
+                chunk = items[(page - 1) * fake.per_page: page * fake.per_page]
+                headers = {}
+                if page * fake.per_page < len(items):
+                    headers["Link"] = (f'<http://127.0.0.1:{fake.port}{path}?per_page=100&page='
+                                       f'{page + 1}>; rel="next"')
+                self._send(200, chunk, headers)
+
+            def do_POST(self):
+                if not self._guard():
+                    return
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                cid = fake.next_id
+                fake.next_id += 1
+                fake.comments[cid] = {"id": cid, "body": body["body"]}
+                self._send(201, fake.comments[cid])
+
+            def do_PATCH(self):
+                if not self._guard():
+                    return
+                cid = int(self.path.rsplit("/", 1)[1])
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.comments[cid]["body"] = body["body"]
+                self._send(200, fake.comments[cid])
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture
+def gh():
+    f = FakeGitHub()
+    yield f
+    f.close()
+
+
+def test_upsert_finds_marker_across_pages(gh):
+    with GitHub(TOKEN, gh.url, backoff_s=0) as g:
+        for i in range(5):
+            g.create("acme/engine", 7, f"unrelated {i}")
+        c1, created1 = g.upsert("acme/engine", 7, "<!-- m -->", "<!-- m -->\nfirst")
+        for i in range(3):
+            g.create("acme/engine", 7, f"later {i}")
+        c2, created2 = g.upsert("acme/engine", 7, "<!-- m -->", "<!-- m -->\nsecond")
+    assert created1 and not created2 and c1["id"] == c2["id"]
+    assert sum("<!-- m -->" in c["body"] for c in gh.comments.values()) == 1
+    assert gh.comments[c1["id"]]["body"].endswith("second")
+
+
+def test_retries_5xx_then_succeeds():
+    f = FakeGitHub(fail_first=2)
+    try:
+        with GitHub(TOKEN, f.url, backoff_s=0) as g:
+            assert g.create("a/b", 1, "x")["body"] == "x"
+        assert len(f.requests) == 3
+    finally:
+        f.close()
+
+
+@pytest.mark.parametrize("token,status,match", [("wrong", None, "401"), (TOKEN, 404, "404")])
+def test_errors_are_clear_and_never_show_the_token(token, status, match):
+    f = FakeGitHub(status=status)
+    try:
+        with pytest.raises(GitHubError) as e:
+            with GitHub(token, f.url, backoff_s=0) as g:
+                g.comments("a/b", 1)
+        assert match in str(e.value) and token not in str(e.value)
+    finally:
+        f.close()
+
+
+def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
+    from service.bot.comment import post_comment
+
+    recs = h200_records("noise", "graphs")
+    ids = {}
+    for r in recs:
+        ids.setdefault(r["label"].split("-")[0], []).append(
+            client.post("/api/v1/runs", json=r).json()["id"])
+    client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                           "run_ids": ids["aa"][:4]})
+
+    def api(server, method, path, **kw):
+        r = client.request(method, path, **kw)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", gh.url)
+    args = SimpleNamespace(server="http://perfwarden.local", benchmark="moe-decode-noise",
+                           baseline="v1", repo="acme/engine", pr=150,
+                           dashboard_url="http://dash.local", dry_run=False, run=[ids["aa"][4]])
+    assert post_comment(args, api) == 0
+    args.run = [ids["plant3"][0]]
+    assert post_comment(args, api) == 0
+    bodies = [c["body"] for c in gh.comments.values()]
+    assert len(bodies) == 1
+    body = bodies[0]
+    assert "**FAIL**" in body and "regression" in body and "-3." in body
+    assert "KV-cache capacity:** unchanged at 16,283,844" in body
+    assert "5/5 bitwise identical" in body or "4/5 bitwise identical" in body
+    assert "http://dash.local/compare?benchmark=moe-decode-noise&baseline=v1" in body
+    out = capsys.readouterr()
+    assert TOKEN not in out.out + out.err

@@ -1,0 +1,142 @@
+"""The gate on real H200 noise data: A/A passes, planted ~1% and ~3% slowdowns fail."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import h200_records, minimal_run
+
+
+def _load(client, part):
+    ids = {}
+    for r in h200_records("noise", part):
+        rid = client.post("/api/v1/runs", json=r).json()["id"]
+        ids.setdefault(r["label"].split("-")[0], []).append(rid)
+    return ids
+
+
+def _gate(client, ids, **kw):
+    body = {"benchmark": "moe-decode-noise", "baseline": "v1", "run_ids": ids, **kw}
+    r = client.post("/api/v1/gate", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.fixture
+def graphs(client):
+    ids = _load(client, "graphs")
+    r = client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                                "run_ids": ids["aa"][:4]})
+    assert r.status_code == 201
+    return ids
+
+
+def test_aa_block_passes(client, graphs):
+    g = _gate(client, [graphs["aa"][4]])
+    assert g["verdict"] == "pass"
+    tok = next(m for m in g["metrics"] if m["name"] == "tok_s")
+    assert abs(tok["delta_pct"]) < 0.1 and tok["verdict"] == "pass"
+    assert g["baseline_run_ids"] == sorted(graphs["aa"][:4])
+
+
+@pytest.mark.parametrize("kind,lo,hi", [("plant1", -1.6, -1.0), ("plant3", -3.4, -2.8)])
+def test_planted_slowdowns_fail_single_run(client, graphs, kind, lo, hi):
+    for rid in graphs[kind]:
+        g = _gate(client, [rid])
+        tok = next(m for m in g["metrics"] if m["name"] == "tok_s")
+        assert g["verdict"] == "fail" and tok["verdict"] == "regression"
+        assert lo < tok["delta_pct"] < hi
+        assert tok["ci_low_pct"] < tok["delta_pct"] < tok["ci_high_pct"]
+        assert tok["method"].startswith("prediction interval")
+
+
+def test_pooled_candidates_and_determinism_of_answer(client, graphs):
+    a = _gate(client, graphs["plant1"])
+    b = _gate(client, graphs["plant1"])
+    assert a == b
+    tok = next(m for m in a["metrics"] if m["name"] == "tok_s")
+    assert tok["candidate"]["runs"] == 5 and tok["candidate"]["n"] == 25
+    assert tok["method"].startswith("Welch t-test on run means")
+
+
+def test_threshold_override_makes_small_change_pass(client, graphs):
+    g = _gate(client, [graphs["plant1"][0]], thresholds={"tok_s": 2.0})
+    assert g["verdict"] == "pass"
+
+
+def test_eager_noise_is_honest(client):
+    """Eager decode on this VM swings by ~10% between processes: a 1% plant cannot be told from
+    noise, and the gate must not call it a regression."""
+    ids = _load(client, "eager")
+    client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                           "run_ids": ids["aa"][:4]})
+    for rid in ids["plant1"]:
+        tok = next(m for m in _gate(client, [rid])["metrics"] if m["name"] == "tok_s")
+        assert tok["verdict"] in ("pass", "inconclusive", "improvement")
+
+
+def test_seed_case_numbers(client):
+    """The seed: v17 mean 87.745; a -0.93% ordering is a regression, -0.12% is within noise."""
+    v17 = [[87.70, 87.75, 87.79, 87.74, 87.74], [87.71, 87.80, 87.76, 87.72, 87.73],
+           [87.69, 87.78, 87.75, 87.77, 87.72], [87.76, 87.74, 87.70, 87.79, 87.75]]
+    ids = [client.post("/api/v1/runs", json=minimal_run(benchmark="glm", samples=None, metrics={
+        "tok_s": {"samples": s}})).json()["id"] for s in v17]
+    client.post("/api/v1/baselines", json={"name": "v17", "benchmark": "glm", "run_ids": ids})
+    bad = client.post("/api/v1/runs", json=minimal_run(benchmark="glm", metrics={"tok_s": {
+        "samples": [86.90, 86.95, 86.93, 86.92, 86.94]}})).json()["id"]
+    good = client.post("/api/v1/runs", json=minimal_run(benchmark="glm", metrics={"tok_s": {
+        "samples": [87.62, 87.66, 87.643, 87.60, 87.65]}})).json()["id"]
+    g = client.post("/api/v1/gate", json={"benchmark": "glm", "baseline": "v17", "run_ids": [bad]}).json()
+    assert g["verdict"] == "fail" and g["metrics"][0]["delta_pct"] == pytest.approx(-0.93, abs=0.02)
+    g = client.post("/api/v1/gate", json={"benchmark": "glm", "baseline": "v17", "run_ids": [good]}).json()
+    assert g["verdict"] == "pass" and g["metrics"][0]["delta_pct"] == pytest.approx(-0.12, abs=0.01)
+
+
+def test_inconclusive_cases(client):
+    base = client.post("/api/v1/runs", json=minimal_run(metrics={"tok_s": {"samples": [100, 101]}})).json()["id"]
+    client.post("/api/v1/baselines", json={"name": "b", "benchmark": "bench-a", "run_ids": [base]})
+    cand = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "b", "run_ids": [cand]}).json()
+    assert g["verdict"] == "inconclusive" and "fewer than three samples" in g["metrics"][0]["reason"]
+    other = client.post("/api/v1/runs", json=minimal_run(hardware={"gpu": "NVIDIA H100", "gpu_count": 1})).json()["id"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "b", "run_ids": [other]}).json()
+    assert g["verdict"] == "inconclusive" and "no baseline run in this series" in g["metrics"][0]["reason"]
+
+
+def test_kv_capacity_compares_exactly(client):
+    mk = lambda kv: minimal_run(metrics={"kv_capacity_tokens": {"samples": [kv]},  # noqa: E731
+                                         "tok_s": {"samples": [100, 100.1, 99.9]}})
+    ids = [client.post("/api/v1/runs", json=mk(578368)).json()["id"] for _ in range(3)]
+    client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids})
+    same = client.post("/api/v1/runs", json=mk(578368)).json()["id"]
+    drop = client.post("/api/v1/runs", json=mk(578352)).json()["id"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [same]}).json()
+    kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
+    assert kv["verdict"] == "pass" and "unchanged at 578,368" in kv["reason"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [drop]}).json()
+    kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
+    assert g["verdict"] == "fail" and kv["verdict"] == "regression" and "-16" in kv["reason"]
+
+
+def test_baselines_by_label_commit_and_moves(client):
+    a = [client.post("/api/v1/runs", json=minimal_run(label="v17", commit="deadbeef1")).json()["id"] for _ in range(3)]
+    c = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v17", "run_ids": [c]}).json()["baseline_run_ids"] == a
+    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "deadbeef", "run_ids": [c]}).json()["baseline_run_ids"] == a
+    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "nope", "run_ids": [c]}).status_code == 404
+    assert client.post("/api/v1/baselines", json={"name": "rel", "benchmark": "bench-a", "run_ids": a[:2]}).status_code == 201
+    assert client.post("/api/v1/baselines", json={"name": "rel", "benchmark": "bench-a", "run_ids": a}).status_code == 409
+    assert client.post("/api/v1/baselines", json={"name": "x", "benchmark": "bench-a", "run_ids": [9999]}).status_code == 422
+    moved = client.put("/api/v1/baselines/bench-a/rel", json={"run_ids": [a[2]]}).json()
+    assert moved["run_ids"] == [a[2]] and moved["history"][0]["run_ids"] == a[:2]
+    assert client.get("/api/v1/baselines?benchmark=bench-a").json()["count"] == 1
+
+
+def test_changepoints_and_noise(client):
+    vals = [100.0] * 8 + [97.0] * 8
+    for i, v in enumerate(vals):
+        client.post("/api/v1/runs", json=minimal_run(started_at=f"2026-11-01T{i:02d}:00:00Z",
+                                                     metrics={"tok_s": {"samples": [v - 0.05, v, v + 0.05]}}))
+    cp = client.get("/api/v1/changepoints?benchmark=bench-a").json()["series"][0]["change_points"]
+    assert len(cp) == 1 and cp[0]["index"] == 8 and cp[0]["delta_pct"] == pytest.approx(-3.0)
+    nz = client.get("/api/v1/noise?benchmark=bench-a").json()["series"][0]
+    assert nz["runs"] == 16 and nz["trial_cv_pct"] == pytest.approx(0.05 / 98.5 * 100, rel=0.05)

@@ -1,0 +1,89 @@
+"""Trace upload, download and timeline; migrations up and down on both databases."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+
+from service import migrate
+from tests.conftest import DATA, H200, minimal_run
+
+
+def test_migrations_up_and_down(db_url):
+    migrate.upgrade(db_url)
+    assert migrate.current(db_url) == migrate.head()
+    eng = create_engine(db_url)
+    tables = set(inspect(eng).get_table_names())
+    assert {"runs", "samples", "series", "baselines", "metric_registry", "api_tokens",
+            "traces"} <= tables
+    with eng.connect() as c:
+        n = c.execute(text("SELECT count(*) FROM metric_registry WHERE builtin")).scalar()
+    assert n == 24  # 12 named metrics + the ttft/tpot/itl/e2el families
+    eng.dispose()
+    migrate.downgrade(db_url, "base")
+    assert migrate.current(db_url) is None
+    eng = create_engine(db_url)
+    assert "runs" not in set(inspect(eng).get_table_names())
+    eng.dispose()
+    migrate.upgrade(db_url)
+
+
+def test_upload_analyze_download_timeline(client, settings):
+    rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
+    r = client.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["sha256"] == hashlib.sha256(raw).hexdigest() and body["format"] == "nsys"
+    assert body["summary"]["steps"] == 10 and body["summary"]["aux_gap_count"] == 30
+    run = client.get(f"/api/v1/runs/{rid}").json()
+    assert run["trace_summary"]["aux_gap_mean_us"] == pytest.approx(body["summary"]["aux_gap_mean_us"])
+    assert run["traces"][0]["id"] == body["id"]
+    d = client.get(f"/api/v1/traces/{body['id']}")
+    assert d.status_code == 200 and d.content == raw
+    tl = client.get(f"/api/v1/traces/{body['id']}/timeline?steps=2").json()
+    assert len(tl["steps"]) == 2 and tl["total_steps"] == 10
+    assert {s["role"] for s in tl["streams"]} == {"main", "aux"}
+    assert all(o["end_us"] >= o["start_us"] for o in tl["ops"])
+    stored = settings.data_dir / "traces" / body["sha256"][:2] / body["sha256"]
+    assert stored.exists()
+
+
+def test_kineto_upload(client):
+    rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    r = client.post(f"/api/v1/runs/{rid}/traces?filename=m4.json.gz",
+                    content=(DATA / "kineto_1layer_M4.json.gz").read_bytes())
+    assert r.status_code == 201 and r.json()["format"] == "kineto"
+    assert r.json()["summary"]["aux_gap_mean_us"] == pytest.approx(57.768)
+
+
+@pytest.mark.parametrize("name,content,status", [
+    ("t.json", b"", 422), ("t.json.gz", b"\x1f\x8b\x08\x00garbage", 422),
+    ("t.json", b'{"traceEvents": [', 422), ("t.sqlite", b"SQLite format 3\x00" + b"\x01" * 64, 422),
+    ("t.exe", b"{}", 422), ("../../etc/passwd.json", b"{}", 422)])
+def test_bad_traces_refused_nothing_stored(client, settings, name, content, status):
+    rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": name}, content=content)
+    assert r.status_code == status and "Traceback" not in r.text
+    assert client.get(f"/api/v1/runs/{rid}").json()["traces"] == []
+    tdir = settings.data_dir / "traces"
+    assert not tdir.exists() or not any(p.is_file() for p in tdir.rglob("*"))
+    assert not any((settings.data_dir / "tmp").glob("*")) if (settings.data_dir / "tmp").exists() else True
+
+
+def test_trace_size_limit(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    settings.max_trace_bytes = 1000
+    with TestClient(create_app(settings)) as c:
+        rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
+        r = c.post(f"/api/v1/runs/{rid}/traces?filename=x.json", content=b"{" + b" " * 5000 + b"}")
+        assert r.status_code == 413
+        assert not any((settings.data_dir / "tmp").glob("*"))
+
+
+def test_trace_for_missing_run(client):
+    assert client.post("/api/v1/runs/999/traces?filename=a.json", content=b"{}").status_code == 404

@@ -1,0 +1,119 @@
+"""The `perfwarden` command as a user runs it (subprocesses against a live server)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import DATA, ROOT, h200_records
+
+PW = [sys.executable, "-m", "service.cli"]
+
+
+def run(*args, env=None, timeout=300):
+    e = {**os.environ, **(env or {})}
+    return subprocess.run(PW + list(args), capture_output=True, text=True, cwd=ROOT, env=e,
+                          timeout=timeout)
+
+
+def test_analyze_json_and_exit_codes(tmp_path):
+    r = run("analyze", str(DATA / "kineto_1layer_M4.json.gz"), "--json", "--quiet")
+    assert r.returncode == 0
+    out = json.loads(r.stdout)
+    assert out["steps"] == 10 and out["aux_gap_mean_us"] == pytest.approx(57.768)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [')
+    r = run("analyze", str(bad), "--json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "malformed JSON" in r.stderr
+    r = run("analyze", str(DATA / "nsys_two_streams.sqlite"), "--json", "--quiet")
+    assert r.returncode == 0 and json.loads(r.stdout)["steps"] == 0 and "step0" in r.stderr
+    r = run("analyze", str(DATA / "nsys_two_streams.sqlite"), "--step-regex", "step", "--quiet")
+    assert r.returncode == 0 and "steps: 20" in r.stdout
+
+
+def test_analyze_diff_table():
+    r = run("analyze", str(DATA / "kineto_1layer_M4.json.gz"), "--diff",
+            str(DATA / "kineto_1layer_M8.json.gz"), "--quiet")
+    assert r.returncode == 0 and "aux_gap_mean_us" in r.stdout and "slower" in r.stdout
+
+
+def test_collect_decode_cpu_tp2(tmp_path):
+    out = tmp_path / "run.json"
+    r = run("collect", "decode", "--device", "cpu", "--tp", "2", "--batch-sizes", "1,4",
+            "--trials", "3", "--steps", "8", "--warmup", "2", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(out.read_text())
+    assert [x["config"]["batch_size"] for x in recs] == [1, 4]
+    for rec in recs:
+        assert rec["config"]["tp"] == 2 and rec["config"]["shared_experts"] == "overlap"
+        assert len(rec["metrics"]["tok_s"]["samples"]) == 3
+        assert all(s > 0 for s in rec["metrics"]["tok_s"]["samples"])
+        # 4 GiB over 2 layers x 1 kv head per rank x 64 dims x 4 bytes x 2 (K and V)
+        assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [(4 << 30) // 1024]
+        assert rec["determinism"] == {**rec["determinism"], "repeats": 3, "identical": 3}
+    assert "GPU KV cache size: 4,194,304 tokens" in r.stderr
+    assert "trial 3/3" in r.stderr  # progress
+
+
+def test_collect_refuses_bad_options():
+    r = run("collect", "decode", "--batch-sizes", "0,x")
+    assert r.returncode == 2 and "positive" in r.stderr or "integers" in r.stderr
+    r = run("collect", "decode", "--device", "cpu", "--cuda-graphs", "--trials", "1")
+    assert r.returncode == 2 and "needs --device cuda" in r.stderr
+
+
+def test_ingest_and_gate_against_live_server(live_server, tmp_path):
+    url, _ = live_server
+    r = run("ingest", str(DATA / "engines" / "sweep.jsonl"), "--benchmark", "glm", "--server", url)
+    assert r.returncode == 0, r.stderr
+    r = run("ingest", str(DATA / "engines" / "serve_zero.json"))
+    assert r.returncode == 2 and "no request completed" in r.stderr
+    recs = h200_records("noise", "graphs")
+    f = tmp_path / "runs.json"
+    f.write_text(json.dumps(recs))
+    r = run("ingest", str(f), "--server", url)
+    assert r.returncode == 0 and "posted run 15/15" in r.stderr
+    import httpx
+
+    runs = httpx.get(f"{url}/api/v1/runs", params={"benchmark": "moe-decode-noise"}).json()["data"]
+    by = {}
+    for x in runs:
+        by.setdefault(x["label"].split("-")[0], []).append(x["id"])
+    httpx.post(f"{url}/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                                 "run_ids": sorted(by["aa"])[:4]})
+    common = ["gate", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "v1"]
+    r = run(*common, "--run", str(max(by["aa"])))
+    assert r.returncode == 0 and "PASS" in r.stdout
+    r = run(*common, "--run", str(by["plant3"][0]))
+    assert r.returncode == 1 and "FAIL" in r.stdout and "regression" in r.stdout
+    r = run("gate", "--server", url, "--benchmark", "glm", "--baseline", "nope", "--run", "1")
+    assert r.returncode == 2 and "404" in r.stderr
+    r = run("gate", "--server", "http://127.0.0.1:9", "--benchmark", "x", "--baseline", "y", "--run", "1")
+    assert r.returncode == 2 and "cannot reach" in r.stderr
+    one = sorted(by["aa"])[0]
+    httpx.post(f"{url}/api/v1/baselines", json={"name": "tiny", "benchmark": "moe-decode-noise",
+                                                 "run_ids": [one]})
+    r = run("gate", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "tiny",
+            "--run", str(by["plant1"][0]), "--threshold", "tok_s=5")
+    assert r.returncode == 0
+    r = run("comment", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "v1",
+            "--run", str(by["plant1"][0]), "--repo", "acme/engine", "--pr", "3", "--dry-run")
+    assert r.returncode == 0 and "<!-- perfwarden:moe-decode-noise:v1 -->" in r.stdout
+
+
+def test_tokens_and_db_commands(tmp_path):
+    env = {"PERFWARDEN_DATABASE_URL": f"sqlite:///{tmp_path / 'x.db'}"}
+    r = run("db", "upgrade", env=env)
+    assert r.returncode == 0 and "(head)" in r.stdout
+    r = run("tokens", "create", "--name", "ci", "--scope", "read", env=env)
+    assert r.returncode == 0 and r.stdout.startswith("pw_")
+    r = run("tokens", "list", env=env)
+    assert "ci\tread\tactive" in r.stdout and r.stdout.count("pw_") == 0
+    r = run("db", "downgrade", "base", env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "base"
+    r = run("db", "downgrade", "nonsense", env=env)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
