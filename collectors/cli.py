@@ -132,6 +132,7 @@ def _emit(records: list[dict], out: str | None, server: str | None) -> None:
             files = rec.pop("trace_files", [])
             rid = post_record(server, rec)
             print(f"posted run {n}/{len(records)}: id {rid}", file=sys.stderr)
+            print(rid, flush=True)  # ids on stdout, one a line, for scripts
             for f in files:
                 res = post_trace(server, rid, Path(f))
                 print(f"  uploaded trace {Path(f).name}: id {res.get('id')}", file=sys.stderr)

@@ -1,0 +1,36 @@
+"""docker-compose.yml and the Dockerfile (no Docker engine runs here: check what can be checked)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+from tests.conftest import ROOT
+
+
+def test_compose_file_is_coherent():
+    doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    s = doc["services"]
+    assert set(s) == {"db", "migrate", "api"}
+    assert s["db"]["healthcheck"]["test"][1].startswith("pg_isready")
+    assert s["migrate"]["command"] == ["perfwarden", "db", "upgrade", "head"]
+    assert s["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert s["api"]["depends_on"]["db"]["condition"] == "service_healthy"
+    for svc in ("migrate", "api"):
+        url = s[svc]["environment"]["PERFWARDEN_DATABASE_URL"]
+        assert url.startswith("postgresql+psycopg://") and "@db:5432/" in url
+    # the commands the services run exist in the CLI
+    for cmd in (s["migrate"]["command"], s["api"]["command"]):
+        r = subprocess.run([sys.executable, "-m", "service.cli", *cmd[1:2], "--help"],
+                           capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, cmd
+
+
+def test_dockerfile_copies_what_exists():
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    assert lines[1].startswith("FROM python:3.11")
+    for line in lines:
+        if line.startswith("COPY"):
+            for src in line.split()[1:-1]:
+                assert (ROOT / src).exists(), src
