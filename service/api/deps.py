@@ -1,6 +1,7 @@
 """Request-scoped dependencies: the database session and the auth rules of spec/api.md."""
 from __future__ import annotations
 
+import time
 from typing import Iterator
 
 from fastapi import Request
@@ -28,13 +29,32 @@ def _bearer(request: Request) -> str | None:
     return None
 
 
+_NO_TOKENS_TTL_S = 1.0
+
+
+def _no_tokens(request: Request, session) -> bool:
+    """Whether no token exists; a 'none' answer is trusted for a second (a token created with
+    the CLI closes open writes within that second)."""
+    state = request.app.state
+    now = time.monotonic()
+    if getattr(state, "no_tokens_until", 0.0) > now:
+        return True
+    if tokens.any_exist(session):
+        return False
+    state.no_tokens_until = now + _NO_TOKENS_TTL_S
+    return True
+
+
 def require_write(request: Request) -> None:
     """Writes are open only while no token exists and the server listens on loopback."""
     s: Settings = request.app.state.settings
+    token = _bearer(request)
+    if token is None and s.loopback and getattr(request.app.state, "no_tokens_until", 0.0) > \
+            time.monotonic():
+        return
     with transaction(request.app.state.sessions) as session:
-        token = _bearer(request)
         if token is None:
-            if s.loopback and not tokens.any_exist(session):
+            if s.loopback and _no_tokens(request, session):
                 return
             raise ApiError(401, "unauthorized", "this server needs 'Authorization: Bearer <token>' "
                            "with write scope for writes")

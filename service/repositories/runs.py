@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
+import weakref
 from datetime import datetime, timezone
 
 from sqlalchemy import func, select
@@ -49,11 +50,50 @@ def _get_or_create(session: Session, model, lookup: dict, create: dict):
         return session.scalars(select(model).filter_by(**lookup)).one()
 
 
+_IDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _cache(session: Session) -> dict:
+    """Per-engine cache of rows that never change once written (benchmark and series ids,
+    registered metric definitions): spares the hot ingest path a query each."""
+    engine = session.get_bind()
+    c = _IDS.get(engine)
+    if c is None:
+        c = _IDS[engine] = {}
+    return c
+
+
 def benchmark(session: Session, name: str, create: bool = False) -> Benchmark | None:
     if create:
         return _get_or_create(session, Benchmark, {"name": name},
                               {"created_at": datetime.now(timezone.utc)})
     return session.scalars(select(Benchmark).where(Benchmark.name == name)).first()
+
+
+def _benchmark_id(session: Session, name: str) -> int:
+    cache = _cache(session)
+    key = ("benchmark", name)
+    if key in cache:
+        return cache[key]
+    found = benchmark(session, name)
+    if found is not None:  # only committed rows are cached, never one this transaction made
+        cache[key] = found.id
+        return found.id
+    return benchmark(session, name, create=True).id
+
+
+def _series_id(session: Session, bench_id: int, config: dict, hardware: dict) -> int:
+    h, gpu, count = series_key(config, hardware)
+    cache = _cache(session)
+    key = ("series", bench_id, h, gpu, count)
+    if key in cache:
+        return cache[key]
+    lookup = {"benchmark_id": bench_id, "config_hash": h, "gpu": gpu, "gpu_count": count}
+    found = session.scalars(select(Series).filter_by(**lookup)).first()
+    if found is not None:
+        cache[key] = found.id
+        return found.id
+    return _get_or_create(session, Series, lookup, {"config": config}).id
 
 
 def series_key(config: dict, hardware: dict) -> tuple[str, str, int]:
@@ -64,12 +104,15 @@ def series_key(config: dict, hardware: dict) -> tuple[str, str, int]:
 
 def check_registry(session: Session, run: RunIn) -> dict[str, tuple[str, str]]:
     """Unit and direction per metric; refuses a known metric given another unit or direction."""
-    names = list(run.metrics)
-    known = {m.name: m for m in session.scalars(select(MetricDef).where(MetricDef.name.in_(names)))}
+    cache = _cache(session)
+    names = [n for n in run.metrics if ("metric", n) not in cache and builtin(n) is None]
+    if names:
+        for m in session.scalars(select(MetricDef).where(MetricDef.name.in_(names))):
+            cache[("metric", m.name)] = (m.unit, m.direction)
+    known = {n: cache[("metric", n)] for n in run.metrics if ("metric", n) in cache}
     out = {}
     for name, m in run.metrics.items():
-        spec = known.get(name)
-        ref = (spec.unit, spec.direction) if spec else None
+        ref = known.get(name)
         if ref is None and (b := builtin(name)) is not None:
             ref = (b.unit, b.direction)
         if ref is not None:
@@ -92,8 +135,9 @@ def check_registry(session: Session, run: RunIn) -> dict[str, tuple[str, str]]:
 
 
 def _register_unknown(session: Session, defs: dict[str, tuple[str, str]]) -> None:
+    cache = _cache(session)
     for name, (unit, direction) in defs.items():
-        if builtin(name) is None:
+        if builtin(name) is None and ("metric", name) not in cache:  # cached once committed
             _get_or_create(session, MetricDef, {"name": name},
                            {"unit": unit, "direction": direction,
                             "threshold_pct": UNKNOWN_THRESHOLD_PCT, "exact": False, "gated": True,
@@ -111,41 +155,31 @@ def create_run(session: Session, run: RunIn, digest: str) -> tuple[int, bool]:
         if prior is not None:
             return _same_or_conflict(prior, digest)
     defs = check_registry(session, run)
-    bench = benchmark(session, run.benchmark, create=True)
-    h, gpu, count = series_key(run.config, run.hardware)
-    ser = _get_or_create(session, Series, {"benchmark_id": bench.id, "config_hash": h, "gpu": gpu,
-                                           "gpu_count": count}, {"config": run.config})
+    bench_id = _benchmark_id(session, run.benchmark)
+    series_id = _series_id(session, bench_id, run.config, run.hardware)
     _register_unknown(session, defs)
     now = datetime.now(timezone.utc)
     extra = {k: v for k, v in (run.model_extra or {}).items()}
-    row = Run(benchmark_id=bench.id, series_id=ser.id, config=run.config, commit=run.commit,
+    row = Run(benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
               branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
               hardware=run.hardware, environment=run.environment,
               started_at=run.started_at or now, created_at=now,
               idempotency_key=run.idempotency_key, body_sha256=digest,
               determinism=run.determinism, trace_summary=run.trace_summary, extra=extra)
-    try:
-        with session.begin_nested():
-            session.add(row)
-            session.flush()
-    except IntegrityError:
-        prior = find_by_key(session, run.idempotency_key) if run.idempotency_key else None
-        if prior is None:
-            raise
-        return _same_or_conflict(prior, digest)
+    session.add(row)
+    session.flush()  # a concurrent duplicate key fails here; the caller retries the transaction
     samples, stats = [], []
     for name, m in run.metrics.items():
         unit, direction = defs[name]
         vals = [float(v) for v in m.samples]
         samples.extend({"run_id": row.id, "metric": name, "trial": i, "value": v}
                        for i, v in enumerate(vals))
-        stats.append(RunMetric(run_id=row.id, metric=name, unit=unit, direction=direction,
-                               n=len(vals), mean=statistics.fmean(vals),
-                               median=statistics.median(vals),
-                               stdev=statistics.stdev(vals) if len(vals) > 1 else None))
+        stats.append({"run_id": row.id, "metric": name, "unit": unit, "direction": direction,
+                      "n": len(vals), "mean": statistics.fmean(vals),
+                      "median": statistics.median(vals),
+                      "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
     session.execute(Sample.__table__.insert(), samples)
-    session.add_all(stats)
-    session.flush()
+    session.execute(RunMetric.__table__.insert(), stats)
     return row.id, True
 
 

@@ -9,6 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ... import tracestore
@@ -44,8 +45,14 @@ async def create_run(request: Request, background: BackgroundTasks):
     digest = repo.body_hash(run)
 
     def store():
-        with transaction(request.app.state.sessions) as session:
-            return repo.create_run(session, run, digest)
+        for attempt in range(3):
+            try:
+                with transaction(request.app.state.sessions) as session:
+                    return repo.create_run(session, run, digest)
+            except IntegrityError:  # a concurrent request stored the same key or series first
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     run_id, created = await run_in_threadpool(store)
     if created and run.repository and run.pr and request.app.state.on_run_created:

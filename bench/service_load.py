@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Service speed against PostgreSQL with a large history: ingest rate over HTTP, then gate latency
+p50/p99 under a steady request rate from a second process on loopback. Compared against the
+issue's goals (ingest >= 500 runs/s; gate p99 < 50 ms at 50 requests/s).
+
+    python bench/service_load.py [--runs 100000] [--samples 10] [--rate 50] [--seconds 30]
+
+Needs PostgreSQL on 127.0.0.1:5432 (user postgres). Creates and drops database pw_bench_load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+DB = "pw_bench_load"
+
+LOAD_SNIPPET = r"""
+import json, sys, time, threading, httpx
+url, rate, seconds, body = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+lat, errors = [], [0]
+lock = threading.Lock()
+def one(c):
+    t0 = time.perf_counter()
+    r = c.post("/api/v1/gate", content=body, headers={"content-type": "application/json"})
+    dt = time.perf_counter() - t0
+    with lock:
+        if r.status_code != 200: errors[0] += 1
+        lat.append(dt)
+clients = [httpx.Client(base_url=url, timeout=30) for _ in range(16)]
+threads, start, i = [], time.perf_counter(), 0
+while time.perf_counter() - start < seconds:
+    due = start + i / rate
+    now = time.perf_counter()
+    if due > now: time.sleep(due - now)
+    t = threading.Thread(target=one, args=(clients[i % 16],)); t.start(); threads.append(t); i += 1
+for t in threads: t.join()
+print(json.dumps({"lat": lat, "errors": errors[0], "sent": i, "elapsed": time.perf_counter() - start}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_body(i: int, samples: int, series: int) -> dict:
+    base = 1944.0 * (1 + 0.0005 * ((i * 7919) % 11 - 5))
+    return {"benchmark": "load-decode", "config": {"tp": 8, "batch_size": [1, 4, 7, 8][i % 4],
+                                                   "variant": i % series},
+            "hardware": {"gpu": "NVIDIA H200", "gpu_count": 8}, "commit": f"{i:08x}",
+            "label": f"ci-{i}", "started_at": f"2026-{1 + i % 11:02d}-{1 + i % 27:02d}T00:00:00Z",
+            "metrics": {"tok_s": {"samples": [base + 0.3 * ((i + k) % 5) for k in range(samples)]},
+                        "kv_capacity_tokens": {"samples": [578368]}},
+            "idempotency_key": f"load-{i}"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=100_000)
+    ap.add_argument("--samples", type=int, default=10)
+    ap.add_argument("--series", type=int, default=25)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--rate", type=float, default=50)
+    ap.add_argument("--seconds", type=float, default=30)
+    args = ap.parse_args()
+    with psycopg.connect(ADMIN, autocommit=True) as con:
+        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        con.execute(f"CREATE DATABASE {DB}")
+    url_db = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}"
+    port = free_port()
+    env = {**os.environ, "PERFWARDEN_DATABASE_URL": url_db,
+           "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data")}
+    server = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+                               "--migrate"], cwd=ROOT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        # ingest
+        done = [0]
+        t0 = time.perf_counter()
+
+        def ingest(worker: int) -> int:
+            n = 0
+            with httpx.Client(base_url=url, timeout=60) as c:
+                for i in range(worker, args.runs, args.clients):
+                    r = c.post("/api/v1/runs", json=run_body(i, args.samples, args.series))
+                    assert r.status_code in (200, 201), r.text
+                    n += 1
+                    done[0] += 1
+                    if worker == 0 and n % 2000 == 0:
+                        el = time.perf_counter() - t0
+                        print(f"ingest: {done[0]:,}/{args.runs:,} runs, {done[0] / el:,.0f} runs/s",
+                              file=sys.stderr, flush=True)
+            return n
+
+        with ThreadPoolExecutor(args.clients) as ex:
+            total = sum(ex.map(ingest, range(args.clients)))
+        ingest_s = time.perf_counter() - t0
+        ids = httpx.get(f"{url}/api/v1/runs", params={"benchmark": "load-decode", "limit": 1000},
+                        timeout=60).json()["data"]
+        same = [r["id"] for r in ids if r["config"]["batch_size"] == 1 and r["config"]["variant"] == 0]
+        httpx.post(f"{url}/api/v1/baselines", json={"name": "v17", "benchmark": "load-decode",
+                                                     "run_ids": same[1:9]}, timeout=60)
+        body = json.dumps({"benchmark": "load-decode", "baseline": "v17", "run_ids": [same[0]]})
+        httpx.post(f"{url}/api/v1/gate", content=body, timeout=60)  # warm
+        out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, url, str(args.rate),
+                              str(args.seconds), body], capture_output=True, text=True, check=True)
+        res = json.loads(out.stdout)
+        lat = sorted(res["lat"])
+        p50 = statistics.median(lat) * 1000
+        p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000
+        with psycopg.connect(ADMIN.rsplit("/", 1)[0] + f"/{DB}") as con:
+            n_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+            n_samples = con.execute("SELECT count(*) FROM samples").fetchone()[0]
+    finally:
+        server.terminate()
+        server.wait(20)
+    rate = total / ingest_s
+    print(f"\nhistory: {n_runs:,} runs, {n_samples:,} samples in PostgreSQL; one uvicorn worker")
+    print(f"{'figure':<34} {'measured':>12} {'goal':>12}")
+    print(f"{'ingest (POST /api/v1/runs)':<34} {rate:>8,.0f} r/s {'>= 500 r/s':>12}")
+    print(f"{'gate p50 at ' + format(args.rate, 'g') + ' req/s':<34} {p50:>9.1f} ms {'':>12}")
+    print(f"{'gate p99 at ' + format(args.rate, 'g') + ' req/s':<34} {p99:>9.1f} ms {'< 50 ms':>12}")
+    print(f"gate requests: {res['sent']} sent over {res['elapsed']:.1f} s, {res['errors']} errors")
+    with psycopg.connect(ADMIN, autocommit=True) as con:
+        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Trace-analysis speed: perfwarden against Holistic Trace Analysis (HTA) 0.5.0.
+
+Builds, from real H200 captures,
+  - a Kineto trace of at least 200 MB (the M=8 capture repeated, shifted in time, with fresh
+    correlation and external ids), plain and gzipped;
+  - an nsys SQLite export with over a million kernels (an H200 capture's kernels, their launch
+    calls and NVTX ranges repeated the same way);
+then times `perfwarden analyze --json` on each and HTA's
+`TraceAnalysis(...).get_idle_time_breakdown()` on the Kineto one, each in its own process, and
+prints wall time and peak memory (max RSS of the process).
+
+    python bench/trace_speed.py [--mb 220] [--kernels 1000000] [--hta-python PATH]
+
+HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
+bench/out/venv-hta, created with `pip install holistictraceanalysis==0.5.0` when missing.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+KINETO_SRC = ROOT / "tests" / "data" / "kineto_1layer_M8.json.gz"
+NSYS_SRC = ROOT / "data" / "h200" / "traces" / "tp1-overlap-eager-nsys_M1.sqlite.gz"
+
+
+def build_kineto(target_mb: int) -> Path:
+    out = OUT / f"kineto_{target_mb}mb" / "rank0.json"
+    if out.exists() and out.stat().st_size >= target_mb * 1e6:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = json.loads(gzip.decompress(KINETO_SRC.read_bytes()))
+    events = doc.pop("traceEvents")
+    ts = [e["ts"] for e in events if "ts" in e and isinstance(e.get("ts"), (int, float))]
+    span = (max(ts) - min(ts)) + 1000.0
+    max_corr = max((e.get("args", {}) or {}).get("correlation", 0) or 0 for e in events) + 1
+    max_ext = max((e.get("args", {}) or {}).get("External id", 0) or 0 for e in events) + 1
+    meta = [e for e in events if e.get("ph") == "M"]
+    body = [e for e in events if e.get("ph") != "M"]
+    per_copy = len(json.dumps(body)) + 1
+    copies = max(1, int(target_mb * 1e6 / per_copy) + 1)
+    print(f"building {out.name}: {copies} copies of {len(body):,} events", file=sys.stderr)
+    doc["distributedInfo"] = {"rank": 0, "world_size": 1}
+    with open(out, "w") as f:
+        head = json.dumps(doc)[:-1]
+        f.write(head + ', "traceEvents": [')
+        first = True
+        for e in meta:
+            f.write(("" if first else ",\n") + json.dumps(e))
+            first = False
+        for k in range(copies):
+            for e in body:
+                e2 = dict(e)
+                if "ts" in e2:
+                    e2["ts"] = round(e["ts"] + k * span, 3)
+                a = e.get("args")
+                if isinstance(a, dict):
+                    a2 = dict(a)
+                    if "correlation" in a2:
+                        a2["correlation"] = a2["correlation"] + k * max_corr
+                    if "External id" in a2:
+                        a2["External id"] = a2["External id"] + k * max_ext
+                    e2["args"] = a2
+                if e.get("ph") in ("s", "f") and "id" in e:
+                    e2["id"] = e["id"] + k * max_corr
+                if e.get("cat") in ("user_annotation", "gpu_user_annotation"):
+                    e2["name"] = f"{e['name']}_{k}"
+                f.write(",\n" + json.dumps(e2))
+        f.write("]}\n")
+    return out
+
+
+def gzip_copy(src: Path) -> Path:
+    dst = src.parent.parent / (src.parent.name + "_gz") / (src.name + ".gz")
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with open(src, "rb") as a, gzip.open(dst, "wb", compresslevel=6) as b:
+            shutil.copyfileobj(a, b, 1 << 22)
+    return dst
+
+
+def build_nsys(kernels: int) -> Path:
+    out = OUT / f"nsys_{kernels // 1000}k.sqlite"
+    if out.exists():
+        return out
+    tmp = out.with_suffix(".tmp")
+    with gzip.open(NSYS_SRC) as a, open(tmp, "wb") as b:
+        shutil.copyfileobj(a, b)
+    con = sqlite3.connect(tmp)
+    n_k = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    t0, t1 = con.execute("SELECT min(start), max(end) FROM NVTX_EVENTS").fetchone()
+    span = t1 - t0 + 1000
+    max_corr = con.execute("SELECT max(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0] + 1
+    copies = kernels // n_k + 1
+    print(f"building {out.name}: {copies} copies of {n_k} kernels", file=sys.stderr)
+    # keep only the launch calls of kernels (the rest of the runtime table is not needed here)
+    con.executescript("""
+        CREATE TEMP TABLE rt AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME
+          WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL);
+        DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;
+        INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM rt;
+        CREATE TEMP TABLE k0 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL;
+        CREATE TEMP TABLE n0 AS SELECT * FROM NVTX_EVENTS;
+    """)
+    kcols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")]
+    rcols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
+    ncols = [r[1] for r in con.execute("PRAGMA table_info(NVTX_EVENTS)")]
+
+    def shifted(cols, corr=True):
+        out = []
+        for c in cols:
+            if c in ("start", "end"):
+                out.append(f'"{c}" + :s')
+            elif c == "correlationId" and corr:
+                out.append(f'"{c}" + :c')
+            else:
+                out.append(f'"{c}"')
+        return ", ".join(out)
+
+    for k in range(1, copies):
+        p = {"s": k * span, "c": k * max_corr}
+        con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT {shifted(kcols)} FROM k0", p)
+        con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT {shifted(rcols)} FROM rt", p)
+        con.execute(f"INSERT INTO NVTX_EVENTS SELECT {shifted(ncols, False)} FROM n0", p)
+    con.commit()
+    con.close()
+    tmp.rename(out)
+    return out
+
+
+def measure(cmd: list[str], env=None) -> tuple[float, float, int]:
+    """(wall s, peak RSS MB, exit code) of a child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        print(f"  ! {' '.join(cmd[:4])}... exited {code}: {err.strip().splitlines()[-1:]}",
+              file=sys.stderr)
+    return wall, usage.ru_maxrss / 1024, code
+
+
+HTA_SNIPPET = """
+import sys
+from hta.trace_analysis import TraceAnalysis
+a = TraceAnalysis(trace_dir=sys.argv[1])
+print(a.get_idle_time_breakdown())
+"""
+
+
+def hta_python(path: str | None) -> str:
+    if path:
+        return path
+    venv = OUT / "venv-hta"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        print("creating bench/out/venv-hta with holistictraceanalysis==0.5.0", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "holistictraceanalysis==0.5.0"],
+                       check=True)
+    return str(py)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=220)
+    ap.add_argument("--kernels", type=int, default=1_000_000)
+    ap.add_argument("--hta-python")
+    ap.add_argument("--skip-hta", action="store_true")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    kin = build_kineto(args.mb)
+    kin_gz = gzip_copy(kin)
+    nsys = build_nsys(args.kernels)
+    pw = [sys.executable, "-m", "service.cli", "analyze", "--json", "--quiet"]
+    rows = []
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for label, path in (("kineto json", kin), ("kineto json.gz", kin_gz), ("nsys sqlite", nsys)):
+        wall, rss, code = measure(pw + [str(path)], env)
+        rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
+    if not args.skip_hta:
+        py = hta_python(args.hta_python)
+        for label, path in (("kineto json", kin), ("kineto json.gz", kin_gz)):
+            wall, rss, code = measure([py, "-c", HTA_SNIPPET, str(path.parent)])
+            rows.append(("HTA 0.5.0 idle_time_breakdown", label, path.stat().st_size / 1e6, wall,
+                         rss, code))
+    print(f"\n{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
+    for tool, label, mb, wall, rss, code in rows:
+        print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {'yes' if code == 0 else 'NO':>4}")
+    by = {(t.split()[0], l): (w, r) for t, l, _, w, r, c in rows if c == 0}
+    for label in ("kineto json", "kineto json.gz"):
+        if ("perfwarden", label) in by and ("HTA", label) in by:
+            (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
+            print(f"{label}: perfwarden is {h_w / pw_w:.1f}x faster than HTA with "
+                  f"{pw_r / h_r:.2f}x its peak memory")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
