@@ -32,27 +32,30 @@ try:  # optional fast path
 
     Num = Union[int, str, None]
 
-    class _Args(msgspec.Struct):
+    class _Args(msgspec.Struct, gc=False):
         device: Num = None
         stream: Num = None
         correlation: Num = None
         wait_on_stream: Num = None
         wait_on_cuda_event_record_corr_id: Num = None
 
-    class _Event(msgspec.Struct):
+    class _Event(msgspec.Struct, gc=False):
+        # names stay raw JSON (a view into the buffer) until an event that needs one is found:
+        # most events are CPU ops whose names analysis never reads
         ph: str = ""
         cat: str = ""
-        name: str = ""
+        name: msgspec.Raw = msgspec.Raw(b'""')
         pid: Union[int, str] = 0
         tid: Union[int, str] = 0
         ts: Union[float, str] = 0.0
         dur: Union[float, str] = 0.0
         args: Union[_Args, None] = None
 
-    class _Doc(msgspec.Struct):
+    class _Doc(msgspec.Struct, gc=False):
         traceEvents: list[_Event] = []
 
     _DOC = msgspec.json.Decoder(_Doc)
+    _STR = msgspec.json.Decoder(str)
     _LIST = msgspec.json.Decoder(list[_Event])
 except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
     msgspec = None
@@ -155,6 +158,21 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
     r_ts, r_dur, r_thr, r_proc, r_names = ([] for _ in range(5))
     range_counts: Counter = Counter()
     syncs = []
+    name_cache: dict = {}
+
+    def name_of(raw) -> str:
+        if isinstance(raw, str):
+            return raw
+        key = bytes(raw)
+        got = name_cache.get(key)
+        if got is None:
+            try:
+                got = _STR.decode(key)
+            except Exception:  # noqa: BLE001 - a non-string name
+                got = key.decode(errors="replace")
+            name_cache[key] = got
+        return got
+
     n_bad = 0
     for i, e in enumerate(events):
         if e.ph != "X":
@@ -178,7 +196,7 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
             o_stream.append(_num(a.stream) if a is not None and a.stream is not None
                             else _num(e.tid, 0))
             o_corr.append(_num(a.correlation) if a is not None else -1)
-            o_name.append(names.setdefault(e.name, len(names)))
+            o_name.append(names.setdefault(name_of(e.name), len(names)))
             o_kind.append(kind)
         elif cat in CALL_CATS:
             if a is None or a.correlation is None:
@@ -189,17 +207,18 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
             c_corr.append(_num(a.correlation))
             c_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
         elif cat in RANGE_CATS:
+            nm = name_of(e.name)
             if cat == "user_annotation":
-                range_counts[e.name] += 1
-            if rx is not None and not rx.search(e.name):
+                range_counts[nm] += 1
+            if rx is not None and not rx.search(nm):
                 continue
             r_ts.append(ts)
             r_dur.append(dur)
             r_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
             r_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
-            r_names.append(e.name)
+            r_names.append(nm)
         elif cat in SYNC_CATS and a is not None:
-            syncs.append((e.name, _num(a.device, 0), _num(a.stream), _num(a.wait_on_stream),
+            syncs.append((name_of(e.name), _num(a.device, 0), _num(a.stream), _num(a.wait_on_stream),
                           _num(a.correlation), _num(a.wait_on_cuda_event_record_corr_id)))
         if i % 65536 == 0:
             prog.advance(65536, "events")
