@@ -76,6 +76,7 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     with psycopg.connect(ADMIN, autocommit=True) as con:
         con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
@@ -85,7 +86,7 @@ def main() -> int:
     env = {**os.environ, "PERFWARDEN_DATABASE_URL": url_db,
            "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data")}
     server = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
-                               "--migrate"], cwd=ROOT, env=env)
+                               "--migrate", "--workers", str(args.workers)], cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -135,7 +136,8 @@ def main() -> int:
         server.terminate()
         server.wait(20)
     rate = total / ingest_s
-    print(f"\nhistory: {n_runs:,} runs, {n_samples:,} samples in PostgreSQL; one uvicorn worker")
+    print(f"\nhistory: {n_runs:,} runs, {n_samples:,} samples in PostgreSQL; "
+          f"{args.workers} uvicorn worker(s); {args.clients} ingest clients")
     print(f"{'figure':<34} {'measured':>12} {'goal':>12}")
     print(f"{'ingest (POST /api/v1/runs)':<34} {rate:>8,.0f} r/s {'>= 500 r/s':>12}")
     print(f"{'gate p50 at ' + format(args.rate, 'g') + ' req/s':<34} {p50:>9.1f} ms {'':>12}")

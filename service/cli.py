@@ -37,10 +37,14 @@ def cmd_serve(args) -> int:
         from .seed import seed_if_empty
 
         seed_if_empty(s, args.seed, progress=True)
-    app = create_app(s)
     print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)})",
           file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if args.workers > 1:  # each worker process builds its app from the environment
+        os.environ["PERFWARDEN_BIND_HOST"] = args.host
+        uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning")
+    else:
+        uvicorn.run(create_app(s), host=args.host, port=args.port, log_level="warning")
     return 0
 
 
@@ -202,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", metavar="DIR", help="when the database holds no run, load the run "
                    "records (and their traces) under DIR first")
     p.add_argument("--migrate", action="store_true", help="run migrations first (always on SQLite)")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("db", help="database migrations (Alembic)")
