@@ -8,6 +8,8 @@ import hashlib
 import json
 import math
 import os
+import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -82,12 +84,32 @@ def post_record(server: str, record: dict, token: str | None = None, timeout: fl
         raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
 
 
+class _ProgressReader:
+    """A file wrapper that reports upload progress on stderr every few seconds."""
+
+    def __init__(self, f, size: int, label: str, every_s: float = 2.0):
+        self.f, self.size, self.label, self.every_s = f, size, label, every_s
+        self.sent = 0
+        self.last = time.monotonic()
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.f.read(n if n and n > 0 else 1 << 20)
+        self.sent += len(chunk)
+        now = time.monotonic()
+        if now - self.last >= self.every_s or (not chunk and self.size > 64 << 20):
+            self.last = now
+            print(f"uploading {self.label}: {self.sent / 1e6:,.0f}/{self.size / 1e6:,.0f} MB",
+                  file=sys.stderr, flush=True)
+        return chunk
+
+
 def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
                timeout: float = 600) -> dict:
     """Stream a trace file to the service (the file is not read into memory)."""
     size = path.stat().st_size
     url = f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename={urllib.request.quote(path.name)}"
-    with open(path, "rb") as f:
+    with open(path, "rb") as raw:
+        f = _ProgressReader(raw, size, path.name)
         req = urllib.request.Request(url, data=f, method="POST",
                                      headers={"Content-Type": "application/octet-stream",
                                               "Content-Length": str(size)})

@@ -11,48 +11,51 @@ LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=50), heig
 def history(series: list[dict], metric: str, unit: str, samples: dict[int, list[float]],
             bands: dict[int, tuple[float, float, float]], changes: dict[int, list[dict]],
             title: str) -> go.Figure:
-    """Run means over time per series, each trial as a point, the baseline band, change points."""
-    fig = go.Figure()
+    """Run means over time per series, each trial as a point, the baseline band, change points.
+
+    Traces are plain dicts wrapped without plotly's per-element validation: a history holds
+    thousands of runs and validating them costs more than the page's queries."""
+    data = []
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         runs = s["runs"]
         name = s["name"]
         x = [r["started_at"] for r in runs]
-        fig.add_trace(go.Scatter(x=x, y=[r["mean"] for r in runs], mode="lines+markers",
-                                 name=f"{name} (run mean)", line=dict(color=color),
-                                 customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""]
-                                             for r in runs],
-                                 hovertemplate="run %{customdata[0]}<br>%{customdata[2]} "
-                                               "%{customdata[1]}<br>mean %{y:.2f}<extra></extra>"))
+        data.append(dict(type="scatter", x=x, y=[r["mean"] for r in runs], mode="lines+markers",
+                         name=f"{name} (run mean)", line=dict(color=color),
+                         customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""]
+                                     for r in runs],
+                         hovertemplate="run %{customdata[0]}<br>%{customdata[2]} "
+                                       "%{customdata[1]}<br>mean %{y:.2f}<extra></extra>"))
         tx, ty = [], []
         for r in runs:
             for v in samples.get(r["id"], []):
                 tx.append(r["started_at"])
                 ty.append(v)
         if tx:
-            fig.add_trace(go.Scatter(x=tx, y=ty, mode="markers", name=f"{name} (trials)",
-                                     marker=dict(color=color, size=5, opacity=0.35),
-                                     hovertemplate="trial %{y:.2f}<extra></extra>"))
+            data.append(dict(type="scatter", x=tx, y=ty, mode="markers", name=f"{name} (trials)",
+                             marker=dict(color=color, size=5, opacity=0.35),
+                             hovertemplate="trial %{y:.2f}<extra></extra>"))
         band = bands.get(s["series_id"])
         if band and x:
             lo, mid, hi = band
-            fig.add_trace(go.Scatter(x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
-                                     fill="toself", mode="none", fillcolor=color, opacity=0.12,
-                                     name=f"{name} baseline band", hoverinfo="skip"))
-            fig.add_trace(go.Scatter(x=[x[0], x[-1]], y=[mid, mid], mode="lines",
-                                     line=dict(color=color, dash="dot", width=1),
-                                     name=f"{name} baseline mean", hoverinfo="skip"))
+            data.append(dict(type="scatter", x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
+                             fill="toself", mode="none", fillcolor=color, opacity=0.12,
+                             name=f"{name} baseline band", hoverinfo="skip"))
+            data.append(dict(type="scatter", x=[x[0], x[-1]], y=[mid, mid], mode="lines",
+                             line=dict(color=color, dash="dot", width=1),
+                             name=f"{name} baseline mean", hoverinfo="skip"))
         for c in changes.get(s["series_id"], []):
-            fig.add_trace(go.Scatter(x=[c["started_at"], c["started_at"]],
-                                     y=[min(c["before_mean"], c["after_mean"]),
-                                        max(c["before_mean"], c["after_mean"])],
-                                     mode="lines+markers", line=dict(color="black", dash="dash"),
-                                     marker=dict(symbol="x", size=10), name="change point",
-                                     hovertemplate=f"change point {c['delta_pct']:+.2f}%"
-                                                   "<extra></extra>", showlegend=False))
-    fig.update_layout(**LAYOUT, title=title, xaxis_title="run start (UTC)",
-                      yaxis_title=f"{metric} ({unit})" if unit else metric)
-    return fig
+            data.append(dict(type="scatter", x=[c["started_at"], c["started_at"]],
+                             y=[min(c["before_mean"], c["after_mean"]),
+                                max(c["before_mean"], c["after_mean"])],
+                             mode="lines+markers", line=dict(color="black", dash="dash"),
+                             marker=dict(symbol="x", size=10), name="change point",
+                             hovertemplate=f"change point {c['delta_pct']:+.2f}%<extra></extra>",
+                             showlegend=False))
+    layout = dict(**LAYOUT, title=dict(text=title), xaxis=dict(title=dict(text="run start (UTC)")),
+                  yaxis=dict(title=dict(text=f"{metric} ({unit})" if unit else metric)))
+    return go.Figure(data=data, layout=layout, _validate=False)
 
 
 def distributions(dist: dict, metric: str) -> go.Figure:
@@ -143,10 +146,9 @@ def matrix(cells: list[dict], title: str = "tok/s by batch size") -> go.Figure:
 
 
 def small_panel(series: list[dict], title: str, unit: str) -> go.Figure:
-    fig = go.Figure()
-    for i, s in enumerate(series):
-        fig.add_trace(go.Scatter(x=[r["started_at"] for r in s["runs"]],
-                                 y=[r["median"] for r in s["runs"]], mode="lines+markers",
-                                 name=s["name"], line=dict(color=COLORS[i % len(COLORS)])))
-    fig.update_layout(**{**LAYOUT, "height": 280}, title=title, yaxis_title=unit)
-    return fig
+    data = [dict(type="scatter", x=[r["started_at"] for r in s["runs"]],
+                 y=[r["median"] for r in s["runs"]], mode="lines+markers", name=s["name"],
+                 line=dict(color=COLORS[i % len(COLORS)])) for i, s in enumerate(series)]
+    layout = dict(**{**LAYOUT, "height": 280}, title=dict(text=title),
+                  yaxis=dict(title=dict(text=unit)))
+    return go.Figure(data=data, layout=layout, _validate=False)

@@ -66,11 +66,11 @@ def index(request: Request, session: Session = Depends(db)):
     rows = []
     for b in session.scalars(select(Benchmark)):
         latest = session.scalars(select(Run).where(Run.benchmark_id == b.id)
-                                 .order_by(Run.started_at.desc(), Run.id.desc())).first()
+                                 .order_by(Run.started_at.desc(), Run.id.desc()).limit(1)).first()
         if latest is None:
             continue
         base = session.scalars(select(Baseline).where(Baseline.benchmark_id == b.id)
-                               .order_by(Baseline.updated_at.desc())).first()
+                               .order_by(Baseline.updated_at.desc()).limit(1)).first()
         verdict, change, base_name = None, None, None
         if base is not None:
             base_name = base.name
@@ -122,7 +122,8 @@ def benchmark_page(request: Request, name: str, session: Session = Depends(db),
         cps = change_points([r["mean"] for r in h["runs"]], thr)
         changes[h["series_id"]] = [{**c, "started_at": h["runs"][c["index"]]["started_at"]}
                                    for c in cps]
-    shown = [r["id"] for h in hist for r in h["runs"]][-3000:]
+    # trial points for the most recent runs of each series (run means are drawn for all)
+    shown = [r["id"] for h in hist for r in h["runs"][-300:]]
     samples = {rid: m.get(metric, []) for rid, m in samples_of(session, shown, [metric]).items()}
     unit = next((s.unit for h in hist for r in h["runs"][:1]
                  for s in session.get(Run, r["id"]).stats if s.metric == metric), "")

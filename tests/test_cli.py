@@ -117,3 +117,21 @@ def test_tokens_and_db_commands(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "base"
     r = run("db", "downgrade", "nonsense", env=env)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_collect_posts_records_and_traces(live_server, tmp_path):
+    """collect decode --server posts each run; trace upload streams a real H200 export."""
+    url, _ = live_server
+    r = run("collect", "decode", "--device", "cpu", "--tp", "1", "--batch-sizes", "2",
+            "--trials", "3", "--steps", "4", "--warmup", "1", "--server", url)
+    assert r.returncode == 0, r.stderr
+    rid = int(r.stdout.strip().splitlines()[-1])
+    from collectors.record import post_trace
+    from tests.conftest import H200
+
+    res = post_trace(url, rid, H200 / "traces" / "tp1-late-eager-nsys_M1.sqlite.gz")
+    assert res["summary"]["steps"] == 10 and res["format"] == "nsys"
+    import httpx
+
+    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    assert got["config"]["batch_size"] == 2 and got["traces"][0]["id"] == res["id"]

@@ -20,6 +20,12 @@ log = logging.getLogger("perfwarden.bot")
 
 def make_auto_commenter(app):
     def on_run_created(run_id: int) -> None:
+        try:
+            _post(run_id)
+        except Exception:  # noqa: BLE001 - a failed comment never fails the stored run
+            log.exception("PR comment for run %s failed", run_id)
+
+    def _post(run_id: int) -> None:
         s = app.state.settings
         with transaction(app.state.sessions) as session:
             run = session.get(Run, run_id)

@@ -166,3 +166,32 @@ def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
     assert "http://dash.local/compare?benchmark=moe-decode-noise&baseline=v1" in body
     out = capsys.readouterr()
     assert TOKEN not in out.out + out.err
+
+
+def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    from pydantic import SecretStr
+
+    settings.github_token = SecretStr(TOKEN)
+    settings.github_api_url = gh.url
+    settings.bot_baseline = "v1"
+    settings.dashboard_url = "http://dash.local"
+    recs = h200_records("noise", "graphs")
+    with TestClient(create_app(settings)) as c:
+        ids = {}
+        for r in recs:
+            ids.setdefault(r["label"].split("-")[0], []).append(
+                c.post("/api/v1/runs", json=r).json()["id"])
+        c.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                          "run_ids": ids["aa"][:4]})
+        for label in ("aa", "plant3"):
+            r = next(x for x in recs if x["label"].startswith(label))
+            body = {**r, "repository": "acme/engine", "pr": 42, "commit": f"c0ffee-{label}",
+                    "label": f"pr-42-{label}"}
+            assert c.post("/api/v1/runs", json=body).status_code == 201
+    bodies = [x["body"] for x in gh.comments.values()]
+    assert len(bodies) == 1  # edited in place, never a second comment
+    assert "**FAIL**" in bodies[0] and "c0ffee-plant3" in bodies[0]
