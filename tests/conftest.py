@@ -83,6 +83,16 @@ def client(settings):
     app.state.engine.dispose()
 
 
+def count_rows(url: str, table: str) -> int:
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(url)
+    with eng.connect() as c:
+        n = c.execute(text(f"SELECT count(*) FROM {table}")).scalar()
+    eng.dispose()
+    return n
+
+
 def h200_records(*parts: str) -> list[dict]:
     out = []
     for f in sorted(H200.joinpath(*parts).glob("*.json")):

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import ApiError, not_found
 from ..models import Baseline, BaselineHistory, BaselineRun, Run
-from .runs import benchmark, utc
+from .runs import benchmark, benchmark_id, utc
 
 
 def _check_runs(session: Session, bench_id: int, run_ids: list[int]) -> list[int]:
@@ -42,11 +42,12 @@ def create(session: Session, name: str, bench_name: str, run_ids: list[int]) -> 
     return row
 
 
-def get(session: Session, bench_name: str, name: str) -> Baseline | None:
-    bench = benchmark(session, bench_name)
-    if bench is None:
+def get(session: Session, bench_name: str, name: str, bench_id: int | None = None
+        ) -> Baseline | None:
+    bench_id = bench_id if bench_id is not None else benchmark_id(session, bench_name)
+    if bench_id is None:
         return None
-    return session.scalars(select(Baseline).where(Baseline.benchmark_id == bench.id,
+    return session.scalars(select(Baseline).where(Baseline.benchmark_id == bench_id,
                                                   Baseline.name == name)).first()
 
 
@@ -85,21 +86,23 @@ def list_all(session: Session, bench_name: str | None = None) -> list[Baseline]:
     return list(session.scalars(q))
 
 
-def resolve(session: Session, bench_name: str, ref: str) -> tuple[list[int], str]:
+def resolve(session: Session, bench_name: str, ref: str, bench_id: int | None = None
+            ) -> tuple[list[int], str]:
     """Baseline run ids by name, else by label, else by commit prefix. Returns (ids, how)."""
-    bench = benchmark(session, bench_name)
-    if bench is None:
+    bench_id = bench_id if bench_id is not None else benchmark_id(session, bench_name)
+    if bench_id is None:
         raise not_found(f"benchmark {bench_name!r}")
-    row = get(session, bench_name, ref)
+    row = session.execute(select(Baseline.run_ids).where(Baseline.benchmark_id == bench_id,
+                                                         Baseline.name == ref)).first()
     if row is not None:
-        return list(row.run_ids), "name"
-    ids = [r for (r,) in session.execute(select(Run.id).where(Run.benchmark_id == bench.id,
+        return list(row[0]), "name"
+    ids = [r for (r,) in session.execute(select(Run.id).where(Run.benchmark_id == bench_id,
                                                               Run.label == ref))]
     if ids:
         return sorted(ids), "label"
     if len(ref) >= 4:
         ids = [r for (r,) in session.execute(select(Run.id).where(
-            Run.benchmark_id == bench.id, Run.commit.startswith(ref, autoescape=True)))]
+            Run.benchmark_id == bench_id, Run.commit.startswith(ref, autoescape=True)))]
         if ids:
             return sorted(ids), "commit"
     raise ApiError(404, "not_found", f"baseline {ref!r}: no baseline, label or commit of "

@@ -70,6 +70,18 @@ def benchmark(session: Session, name: str, create: bool = False) -> Benchmark | 
     return session.scalars(select(Benchmark).where(Benchmark.name == name)).first()
 
 
+def benchmark_id(session: Session, name: str) -> int | None:
+    """The id of an existing benchmark (cached once seen), or None."""
+    cache = _cache(session)
+    key = ("benchmark", name)
+    if key not in cache:
+        found = benchmark(session, name)
+        if found is None:
+            return None
+        cache[key] = found.id
+    return cache[key]
+
+
 def _benchmark_id(session: Session, name: str) -> int:
     cache = _cache(session)
     key = ("benchmark", name)
@@ -229,6 +241,25 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
     return out
 
 
+def filter_runs(q, label: str | None = None, branch: str | None = None, commit: str | None = None,
+                series_id: int | None = None, since: datetime | None = None,
+                until: datetime | None = None):
+    """The run filters the API and the dashboard share (None or empty: no filter)."""
+    if label:
+        q = q.where(Run.label == label)
+    if branch:
+        q = q.where(Run.branch == branch)
+    if commit:
+        q = q.where(Run.commit.startswith(commit, autoescape=True))
+    if series_id is not None:
+        q = q.where(Run.series_id == series_id)
+    if since is not None:
+        q = q.where(Run.started_at >= since)
+    if until is not None:
+        q = q.where(Run.started_at <= until)
+    return q
+
+
 def list_runs(session: Session, benchmark_name: str | None = None, label: str | None = None,
               branch: str | None = None, commit: str | None = None, gpu: str | None = None,
               series_id: int | None = None, limit: int = 100, offset: int = 0,
@@ -239,18 +270,8 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
         if b is None:
             return [], 0
         q = q.where(Run.benchmark_id == b.id)
-    if label is not None:
-        q = q.where(Run.label == label)
-    if branch is not None:
-        q = q.where(Run.branch == branch)
-    if commit is not None:
-        q = q.where(Run.commit.startswith(commit, autoescape=True))
-    if series_id is not None:
-        q = q.where(Run.series_id == series_id)
-    if since is not None:
-        q = q.where(Run.started_at >= since)
-    if until is not None:
-        q = q.where(Run.started_at <= until)
+    q = filter_runs(q, label=label, branch=branch, commit=commit, series_id=series_id,
+                    since=since, until=until)
     if gpu is not None:
         q = q.join(Series, Series.id == Run.series_id).where(Series.gpu == gpu)
     count = session.scalar(select(func.count()).select_from(q.order_by(None).subquery())) or 0

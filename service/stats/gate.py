@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from scipy.stats import false_discovery_control
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, noload
 
 from ..errors import ApiError
 from ..models import MetricDef, Run, RunMetric, Series
 from ..registry import UNKNOWN_THRESHOLD_PCT, builtin
 from ..repositories import baselines as baseline_repo
-from ..repositories.runs import benchmark, samples_of
+from ..repositories.runs import benchmark_id, samples_of
 from ..schemas import GateIn
 from .assess import assess, decide, side
 
@@ -32,14 +32,15 @@ def _metric_defs(session: Session, names: list[str]) -> dict[str, dict]:
 
 
 def run_gate(session: Session, req: GateIn, alpha: float = 0.05) -> dict:
-    bench = benchmark(session, req.benchmark)
-    if bench is None:
+    bench_id = benchmark_id(session, req.benchmark)
+    if bench_id is None:
         raise ApiError(404, "not_found", f"benchmark {req.benchmark!r} not found", "benchmark")
-    base_ids, _how = baseline_repo.resolve(session, req.benchmark, req.baseline)
+    base_ids, _how = baseline_repo.resolve(session, req.benchmark, req.baseline, bench_id)
     cand_ids = list(dict.fromkeys(req.run_ids))
-    runs = {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(cand_ids + base_ids)))}
+    runs = {r.id: r for r in session.scalars(select(Run).options(noload(Run.stats))
+                                             .where(Run.id.in_(cand_ids + base_ids)))}
     for rid in cand_ids:
-        if rid not in runs or runs[rid].benchmark_id != bench.id:
+        if rid not in runs or runs[rid].benchmark_id != bench_id:
             raise ApiError(404, "not_found", f"run {rid} not found in {req.benchmark}", "run_ids")
     base_ids = [i for i in base_ids if i not in set(cand_ids)]
     series = {s.id: s for s in session.scalars(select(Series).where(

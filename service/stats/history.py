@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from ..errors import ApiError
 from ..models import Run, RunMetric, Series
 from ..registry import UNKNOWN_THRESHOLD_PCT, builtin
-from ..repositories.runs import benchmark, utc
+from ..repositories.runs import benchmark, filter_runs, utc
 
 
 def series_history(session: Session, bench_name: str, metric: str, series_id: int | None = None,
@@ -27,16 +27,7 @@ def series_history(session: Session, bench_name: str, metric: str, series_id: in
                 RunMetric.n, RunMetric.mean, RunMetric.median, RunMetric.stdev)
          .join(RunMetric, RunMetric.run_id == Run.id)
          .where(Run.benchmark_id == bench.id, RunMetric.metric == metric))
-    if series_id is not None:
-        q = q.where(Run.series_id == series_id)
-    if since is not None:
-        q = q.where(Run.started_at >= since)
-    if until is not None:
-        q = q.where(Run.started_at <= until)
-    if branch:
-        q = q.where(Run.branch == branch)
-    if label:
-        q = q.where(Run.label == label)
+    q = filter_runs(q, label=label, branch=branch, series_id=series_id, since=since, until=until)
     rows = session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
     series = {s.id: s for s in session.scalars(select(Series).where(
         Series.id.in_({r.series_id for r in rows})))}

@@ -13,15 +13,11 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import ROOT, minimal_run
+from tests.conftest import count_rows, ROOT, minimal_run
 
 
-def _count(url, table="runs"):
-    eng = create_engine(url)
-    with eng.connect() as c:
-        n = c.execute(text(f"SELECT count(*) FROM {table}")).scalar()
-    eng.dispose()
-    return n
+def _count(url: str, table: str = "runs") -> int:
+    return count_rows(url, table)
 
 
 def test_concurrent_ingest_with_retries_loses_and_doubles_nothing(live_server, settings):

@@ -6,15 +6,11 @@ import json
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import minimal_run
+from tests.conftest import count_rows, minimal_run
 
 
-def _count(url: str, table: str) -> int:
-    eng = create_engine(url)
-    with eng.connect() as c:
-        n = c.execute(text(f"SELECT count(*) FROM {table}")).scalar()
-    eng.dispose()
-    return n
+def _count(url: str, table: str = "runs") -> int:
+    return count_rows(url, table)
 
 
 def test_store_and_read_back(client, settings):
