@@ -12,7 +12,8 @@ import re
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Union
+from array import array
+from typing import Any, Iterator, Union
 
 import numpy as np
 
@@ -54,41 +55,70 @@ try:  # optional fast path
     class _Doc(msgspec.Struct, gc=False):
         traceEvents: list[_Event] = []
 
+    class _RawDoc(msgspec.Struct, gc=False):
+        traceEvents: list[msgspec.Raw] = []
+
     _DOC = msgspec.json.Decoder(_Doc)
+    _RAW_DOC = msgspec.json.Decoder(_RawDoc)
+    _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
     _STR = msgspec.json.Decoder(str)
     _LIST = msgspec.json.Decoder(list[_Event])
+    BATCH = 16384
 except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
     msgspec = None
 
 
-def read_bytes(path: Path, progress: Progress | None = None) -> bytes:
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        if progress:
-            progress.note(f"decompressing {path.name} ({len(raw) / 1e6:.0f} MB gzip)")
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceError(f"{path}: broken gzip data ({e})") from None
-    return raw
+def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearray:
+    """The whole JSON text. Gzip is inflated chunk by chunk into one growing buffer, so the
+    compressed and inflated copies never sit in memory twice over."""
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    if magic != b"\x1f\x8b":
+        return path.read_bytes()
+    if progress:
+        progress.note(f"decompressing {path.name} ({path.stat().st_size / 1e6:.0f} MB gzip)")
+    out = bytearray()
+    try:
+        with gzip.open(path, "rb") as g:
+            while True:
+                chunk = g.read(1 << 24)
+                if not chunk:
+                    break
+                out += chunk
+    except (OSError, EOFError, zlib.error) as e:
+        raise TraceError(f"{path}: broken gzip data ({e})") from None
+    return out
 
 
-def _events(path: Path, raw: bytes) -> list[Any]:
-    head = raw[:4096].lstrip()
+def _events(path: Path, raw: bytes) -> tuple[int, Iterator[list[Any]]]:
+    """(event count, batches of events). With msgspec the document is first split into raw
+    event slices (cheap), then decoded a batch at a time, so decoded events never pile up."""
+    head = bytes(raw[:4096]).lstrip()
     if not head or head[:1] not in (b"{", b"["):
         raise TraceError(f"{path}: not a JSON trace (expected a Chrome trace object)")
     if msgspec is not None:
         try:
             if head[:1] == b"[":
-                return _LIST.decode(raw)
-            doc = _DOC.decode(raw)
-            if not doc.traceEvents and b'"traceEvents"' not in raw:
-                raise TraceError(f"{path}: JSON object has no traceEvents field")
-            return doc.traceEvents
+                slices = _RAW_LIST.decode(raw)
+            else:
+                slices = _RAW_DOC.decode(raw).traceEvents
+                if not slices and b'"traceEvents"' not in raw:
+                    raise TraceError(f"{path}: JSON object has no traceEvents field")
+            first = _LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
         except msgspec.ValidationError:
-            pass  # unusual field types: the generic path below copes
+            slices = None  # unusual field types: the generic path below copes
         except msgspec.DecodeError as e:
             raise TraceError(f"{path}: malformed JSON ({e})") from None
+        if slices is not None:
+            def batches() -> Iterator[list[Any]]:
+                yield first
+                for i in range(BATCH, len(slices), BATCH):
+                    try:
+                        yield _LIST.decode(b"[" + b",".join(slices[i:i + BATCH]) + b"]")
+                    except msgspec.ValidationError:  # a rare odd event: decode it generically
+                        yield [_GenericEvent(e) for e in json.loads(
+                            b"[" + b",".join(slices[i:i + BATCH]) + b"]") if isinstance(e, dict)]
+            return len(slices), batches()
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
@@ -99,7 +129,8 @@ def _events(path: Path, raw: bytes) -> list[Any]:
         doc = doc["traceEvents"]
     if not isinstance(doc, list):
         raise TraceError(f"{path}: traceEvents is not a list")
-    return [_GenericEvent(e) for e in doc if isinstance(e, dict)]
+    events = [_GenericEvent(e) for e in doc if isinstance(e, dict)]
+    return len(events), iter([events])
 
 
 class _GenericArgs:
@@ -145,16 +176,18 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
     raw = read_bytes(path, prog if big else None)
     if big:
         prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
-    events = _events(path, raw)
-    del raw
-    prog.start(len(events), f"scanning {path.name}")
+    n_events, batches = _events(path, raw)
+    prog.start(n_events, f"scanning {path.name}")
     rx = re.compile(step_regex) if step_regex else None
 
     names: dict[str, int] = {}
     thread_keys: dict[tuple, int] = {}
     proc_keys: dict[Any, int] = {}
-    o_ts, o_dur, o_dev, o_stream, o_corr, o_name, o_kind = ([] for _ in range(7))
-    c_ts, c_dur, c_thr, c_corr, c_proc = ([] for _ in range(5))
+    # compact columns (8 bytes a value, no Python objects): a large trace has millions of ops
+    o_ts, o_dur = array("d"), array("d")
+    o_dev, o_stream, o_corr, o_name, o_kind = (array("q") for _ in range(5))
+    c_ts, c_dur = array("d"), array("d")
+    c_thr, c_corr, c_proc = (array("q") for _ in range(3))
     r_ts, r_dur, r_thr, r_proc, r_names = ([] for _ in range(5))
     range_counts: Counter = Counter()
     syncs = []
@@ -174,55 +207,54 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
         return got
 
     n_bad = 0
-    for i, e in enumerate(events):
-        if e.ph != "X":
-            continue
-        cat = e.cat.lower() if e.cat else ""
-        kind = OP_CATS.get(cat)
-        try:
-            ts = float(e.ts)
-            dur = float(e.dur)
-        except (TypeError, ValueError):
-            n_bad += 1
-            continue
-        a = e.args
-        if kind is not None:
-            dev = _num(a.device) if a is not None else -1
-            if dev < 0:
-                dev = _num(e.pid, 0)
-            o_ts.append(ts)
-            o_dur.append(dur)
-            o_dev.append(dev)
-            o_stream.append(_num(a.stream) if a is not None and a.stream is not None
-                            else _num(e.tid, 0))
-            o_corr.append(_num(a.correlation) if a is not None else -1)
-            o_name.append(names.setdefault(name_of(e.name), len(names)))
-            o_kind.append(kind)
-        elif cat in CALL_CATS:
-            if a is None or a.correlation is None:
+    for events in batches:
+        for e in events:
+            if e.ph != "X":
                 continue
-            c_ts.append(ts)
-            c_dur.append(dur)
-            c_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
-            c_corr.append(_num(a.correlation))
-            c_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
-        elif cat in RANGE_CATS:
-            nm = name_of(e.name)
-            if cat == "user_annotation":
-                range_counts[nm] += 1
-            if rx is not None and not rx.search(nm):
+            cat = e.cat.lower() if e.cat else ""
+            kind = OP_CATS.get(cat)
+            try:
+                ts = float(e.ts)
+                dur = float(e.dur)
+            except (TypeError, ValueError):
+                n_bad += 1
                 continue
-            r_ts.append(ts)
-            r_dur.append(dur)
-            r_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
-            r_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
-            r_names.append(nm)
-        elif cat in SYNC_CATS and a is not None:
-            syncs.append((name_of(e.name), _num(a.device, 0), _num(a.stream), _num(a.wait_on_stream),
-                          _num(a.correlation), _num(a.wait_on_cuda_event_record_corr_id)))
-        if i % 65536 == 0:
-            prog.advance(65536, "events")
-    del events
+            a = e.args
+            if kind is not None:
+                dev = _num(a.device) if a is not None else -1
+                if dev < 0:
+                    dev = _num(e.pid, 0)
+                o_ts.append(ts)
+                o_dur.append(dur)
+                o_dev.append(dev)
+                o_stream.append(_num(a.stream) if a is not None and a.stream is not None
+                                else _num(e.tid, 0))
+                o_corr.append(_num(a.correlation) if a is not None else -1)
+                o_name.append(names.setdefault(name_of(e.name), len(names)))
+                o_kind.append(kind)
+            elif cat in CALL_CATS:
+                if a is None or a.correlation is None:
+                    continue
+                c_ts.append(ts)
+                c_dur.append(dur)
+                c_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
+                c_corr.append(_num(a.correlation))
+                c_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
+            elif cat in RANGE_CATS:
+                nm = name_of(e.name)
+                if cat == "user_annotation":
+                    range_counts[nm] += 1
+                if rx is not None and not rx.search(nm):
+                    continue
+                r_ts.append(ts)
+                r_dur.append(dur)
+                r_thr.append(thread_keys.setdefault((e.pid, e.tid), len(thread_keys)))
+                r_proc.append(proc_keys.setdefault(e.pid, len(proc_keys)))
+                r_names.append(nm)
+            elif cat in SYNC_CATS and a is not None:
+                syncs.append((name_of(e.name), _num(a.device, 0), _num(a.stream), _num(a.wait_on_stream),
+                              _num(a.correlation), _num(a.wait_on_cuda_event_record_corr_id)))
+        prog.advance(len(events), "events")
 
     def ns(values: list) -> np.ndarray:
         return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
