@@ -61,7 +61,7 @@ def test_collect_decode_cpu_tp2(tmp_path):
 
 def test_collect_refuses_bad_options():
     r = run("collect", "decode", "--batch-sizes", "0,x")
-    assert r.returncode == 2 and "positive" in r.stderr or "integers" in r.stderr
+    assert r.returncode == 2 and ("positive" in r.stderr or "integers" in r.stderr)
     r = run("collect", "decode", "--device", "cpu", "--cuda-graphs", "--trials", "1")
     assert r.returncode == 2 and "needs --device cuda" in r.stderr
 
