@@ -7,7 +7,7 @@ import statistics
 import weakref
 from datetime import datetime, timezone
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -160,9 +160,13 @@ def find_by_key(session: Session, key: str) -> Run | None:
     return session.scalars(select(Run).where(Run.idempotency_key == key)).first()
 
 
-def create_run(session: Session, run: RunIn, digest: str) -> tuple[int, bool]:
-    """Store a run with its samples. Returns (id, created). 409 for a reused key, other body."""
-    if run.idempotency_key:
+def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
+               ) -> tuple[int, bool]:
+    """Store a run with its samples. Returns (id, created). 409 for a reused key, other body.
+
+    `check_key=False` skips the look-up of the idempotency key: the unique constraint still
+    refuses a reused key (IntegrityError), and the caller retries with the look-up."""
+    if run.idempotency_key and check_key:
         prior = find_by_key(session, run.idempotency_key)
         if prior is not None:
             return _same_or_conflict(prior, digest)
@@ -172,27 +176,29 @@ def create_run(session: Session, run: RunIn, digest: str) -> tuple[int, bool]:
     _register_unknown(session, defs)
     now = datetime.now(timezone.utc)
     extra = {k: v for k, v in (run.model_extra or {}).items()}
-    row = Run(benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
-              branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
-              hardware=run.hardware, environment=run.environment,
-              started_at=run.started_at or now, created_at=now,
-              idempotency_key=run.idempotency_key, body_sha256=digest,
-              determinism=run.determinism, trace_summary=run.trace_summary, extra=extra)
-    session.add(row)
-    session.flush()  # a concurrent duplicate key fails here; the caller retries the transaction
+    # Core INSERT ... RETURNING: the ORM unit of work costs more CPU than the statement itself
+    run_id = session.execute(insert(Run).values(
+        benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
+        branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
+        hardware=run.hardware, environment=run.environment, started_at=run.started_at or now,
+        created_at=now, idempotency_key=run.idempotency_key, body_sha256=digest,
+        determinism=run.determinism, trace_summary=run.trace_summary, extra=extra,
+    ).returning(Run.id)).scalar_one()  # a concurrent duplicate key fails here; caller retries
     samples, stats = [], []
     for name, m in run.metrics.items():
         unit, direction = defs[name]
         vals = [float(v) for v in m.samples]
-        samples.extend({"run_id": row.id, "metric": name, "trial": i, "value": v}
+        samples.extend({"run_id": run_id, "metric": name, "trial": i, "value": v}
                        for i, v in enumerate(vals))
-        stats.append({"run_id": row.id, "metric": name, "unit": unit, "direction": direction,
+        stats.append({"run_id": run_id, "metric": name, "unit": unit, "direction": direction,
                       "n": len(vals), "mean": statistics.fmean(vals),
                       "median": statistics.median(vals),
                       "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
+    # executemany with one cached statement (psycopg pipelines the rows; a multi-VALUES insert
+    # would be compiled anew for every run size)
     session.execute(Sample.__table__.insert(), samples)
     session.execute(RunMetric.__table__.insert(), stats)
-    return row.id, True
+    return run_id, True
 
 
 def _same_or_conflict(prior: Run, digest: str) -> tuple[int, bool]:

@@ -48,7 +48,9 @@ async def create_run(request: Request, background: BackgroundTasks):
         for attempt in range(3):
             try:
                 with transaction(request.app.state.sessions) as session:
-                    return repo.create_run(session, run, digest)
+                    # first try without looking the key up: a reused key fails on its unique
+                    # constraint and the retry looks it up (saves a round trip per new run)
+                    return repo.create_run(session, run, digest, check_key=attempt > 0)
             except IntegrityError:  # a concurrent request stored the same key or series first
                 if attempt == 2:
                     raise
