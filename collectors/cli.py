@@ -74,6 +74,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="planted slowdown: extra shared-expert passes per layer")
     d.add_argument("--plant-slowdown-pct", type=_positive(float), default=0.0,
                    help="CUDA: add a spin kernel costing this percent of the step time")
+    d.add_argument("--deterministic", action="store_true",
+                   help="deterministic kernels (torch.use_deterministic_algorithms, fixed cuBLAS "
+                        "workspace), to tell kernel nondeterminism from real differences")
     d.add_argument("--seed", type=int, default=1234)
     d.add_argument("--benchmark", default="moe-decode")
     d.add_argument("--label")
@@ -162,6 +165,7 @@ def cmd_collect_decode(args) -> int:
                        profile_batch_sizes=args.profile_batch_sizes, shape=shape,
                        kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
                        plant_pct=args.plant_slowdown_pct, workdir=args.workdir or "",
+                       deterministic=args.deterministic,
                        benchmark=args.benchmark, label=args.label, nsys_pass=args.nsys_pass,
                        quiet=args.quiet)
     try:

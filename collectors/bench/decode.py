@@ -41,6 +41,7 @@ class DecodeConfig:
     kv_cache_gib: float = 4.0  # CPU only: memory granted to the KV cache
     extra_work: int = 0
     plant_pct: float = 0.0  # planted slowdown, percent of the step time (CUDA only)
+    deterministic: bool = False  # torch.use_deterministic_algorithms + a fixed cuBLAS workspace
     seed: int = 1234
     benchmark: str = "moe-decode"
     label: str | None = None
@@ -98,7 +99,12 @@ def _spawn(cfg: DecodeConfig, result_file: Path) -> None:
 
 
 def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) -> None:
+    if cfg.deterministic:  # must precede the first cuBLAS call
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
+
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True)
     import torch.distributed as dist
 
     from .model import ModelShape, MoEDecoder
@@ -261,6 +267,8 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
                         "bytes_per_token": r["kv_bytes_per_token"], "derived": True}}
     # a planted slowdown is a change under test, not a configuration: it stays out of `config`
     # so the planted runs share the series of the code they are compared against
+    if cfg.deterministic:
+        config["deterministic"] = True
     if r.get("plant") or cfg.extra_work:
         rec["plant"] = {**(r.get("plant") or {}), "pct": cfg.plant_pct or None,
                         "extra_work": cfg.extra_work or None}
