@@ -18,7 +18,7 @@ def seeded(settings):
         pytest.skip("the browser suite runs once, on SQLite")
     from service.seed import seed
 
-    assert seed(settings, H200) == 58
+    assert seed(settings, H200) == 68
     return settings
 
 
