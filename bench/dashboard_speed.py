@@ -63,7 +63,7 @@ def main() -> int:
              "/benchmarks/{b}?series=": "/benchmarks/load-decode?series=1",
              "/benchmarks/{b}/matrix": "/benchmarks/load-decode/matrix",
              "/compare": f"/compare?benchmark=load-decode&baseline=v17&run_ids={ids[0]}",
-             f"/runs/{{id}}": f"/runs/{ids[0]}"}
+             "/runs/{id}": f"/runs/{ids[0]}"}
     rows = []
     for name, path in pages.items():
         times = []

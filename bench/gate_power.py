@@ -1,16 +1,24 @@
 #!/usr/bin/env python3
-"""False-alarm rate and detection power of the gate, by resampling real H200 noise blocks.
+"""Error rates of the gate, measured by resampling real H200 noise blocks.
 
 data/h200/noise/<mode>/ holds separate processes ("blocks") of 5 trials each: A/A blocks of the
 same code and blocks with a planted slowdown of about 1% and 3%. Each resample draws a baseline of
 A/A blocks and a candidate (one block, or pooled blocks) from the rest, resamples the trials inside
-every chosen block with replacement, and asks the gate's statistics (service.stats.assess, the
-same code the API runs, one metric so no multiplicity correction) for a verdict.
+every chosen block with replacement, and asks the gate's statistics (service.stats.assess and
+decide, the code the API runs; one metric, so no multiplicity correction) for a verdict.
 
-    python bench/gate_power.py [--mode graphs|eager] [--resamples 2000] [--seed 1]
+Cases:
+- graphs: CUDA-graph decode, run-to-run CV about 0.1% (the committed blocks as they are);
+- eager: eager decode, whose processes swing by 5-27% (real noisy data);
+- noisy: the graphs blocks, each resampled block scaled by its own factor drawn from
+  N(1, --noisy-cv) (default 3%, the spread of the noisy baseline in issue #12).
 
-Prints, for a single candidate run and for pooled candidate runs, the share of resamples the gate
-calls a regression: the false-alarm rate on A/A, the power on the planted slowdowns.
+For each case and design it prints the share of resamples called regression / pass /
+inconclusive / improvement, and reads them as:
+- on A/A: false-alarm rate = regression share;
+- on planted slowdowns: false-pass rate = pass share; power = regression share.
+
+    python bench/gate_power.py [--resamples 1000] [--seed 1] [--threshold 0.5]
 """
 from __future__ import annotations
 
@@ -25,6 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from service.stats.assess import assess, decide  # noqa: E402
 
+ALPHA = 0.05
+DESIGNS = (("single run", 4, 1), ("pooled runs", 3, 2))
+
 
 def blocks(mode: str) -> dict[str, list[list[float]]]:
     out: dict[str, list[list[float]]] = {}
@@ -34,47 +45,58 @@ def blocks(mode: str) -> dict[str, list[list[float]]]:
     return out
 
 
-def verdict(base, cand, threshold: float) -> str:
-    a = assess(base, cand, "higher", False, 0.05, threshold)
-    return decide(a, threshold, a.p_value, 0.05)[0]
+def verdict(base: list[list[float]], cand: list[list[float]], threshold: float) -> str:
+    a = assess(base, cand, "higher")
+    return decide(a, threshold, a.p_value, ALPHA)[0]
+
+
+def simulate(b: dict[str, list[list[float]]], kind: str, n_base: int, n_cand: int, rng: random.Random,
+             resamples: int, threshold: float, scale_cv: float) -> dict[str, int]:
+    aa = b["aa"]
+
+    def boot(blk: list[float]) -> list[float]:
+        f = rng.gauss(1.0, scale_cv) if scale_cv else 1.0
+        return [f * rng.choice(blk) for _ in blk]
+
+    counts = {"regression": 0, "pass": 0, "inconclusive": 0, "improvement": 0}
+    for _ in range(resamples):
+        if kind == "aa":
+            chosen = rng.sample(range(len(aa)), n_base + n_cand)
+            base = [boot(aa[i]) for i in chosen[:n_base]]
+            cand = [boot(aa[i]) for i in chosen[n_base:]]
+        else:
+            base = [boot(aa[i]) for i in rng.sample(range(len(aa)), n_base)]
+            cand = [boot(b[kind][i]) for i in rng.sample(range(len(b[kind])), n_cand)]
+        counts[verdict(base, cand, threshold)] += 1
+    return counts
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", default="graphs", choices=["graphs", "eager"])
-    ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--threshold", type=float, default=0.5, help="tok_s threshold, percent")
+    ap.add_argument("--noisy-cv", type=float, default=3.0, help="run-to-run CV of the noisy case, %%")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    b = blocks(args.mode)
-    aa = b["aa"]
-    boot = lambda blk: [rng.choice(blk) for _ in blk]  # noqa: E731
-    rows = []
-    for design, n_base, n_cand in (("single run", 3, 1), ("pooled runs", 3, 2)):
-        for kind in ("aa", "plant1", "plant3"):
-            counts = {"regression": 0, "pass": 0, "inconclusive": 0, "improvement": 0}
-            for _ in range(args.resamples):
-                if kind == "aa":
-                    chosen = rng.sample(range(len(aa)), n_base + n_cand)
-                    base = [boot(aa[i]) for i in chosen[:n_base]]
-                    cand = [boot(aa[i]) for i in chosen[n_base:]]
-                else:
-                    base = [boot(aa[i]) for i in rng.sample(range(len(aa)), n_base)]
-                    cand = [boot(b[kind][i]) for i in rng.sample(range(len(b[kind])), n_cand)]
-                counts[verdict(base, cand, args.threshold)] += 1
-            rows.append((design, n_base, n_cand, kind, counts))
-    print(f"H200 noise blocks ({args.mode}): {len(aa)} A/A, {len(b['plant1'])} planted 1%, "
-          f"{len(b['plant3'])} planted 3%; {args.resamples} resamples each; tok_s threshold "
-          f"{args.threshold}%\n")
-    print(f"{'design':<12} {'base/cand runs':>14} {'candidate':<10} {'regression':>11} "
-          f"{'pass':>7} {'inconcl.':>9} {'improv.':>8}   meaning")
-    for design, nb, nc, kind, c in rows:
-        n = sum(c.values())
-        meaning = "false-alarm rate" if kind == "aa" else "power"
-        print(f"{design:<12} {f'{nb}/{nc}':>14} {kind:<10} {100 * c['regression'] / n:>10.1f}% "
-              f"{100 * c['pass'] / n:>6.1f}% {100 * c['inconclusive'] / n:>8.1f}% "
-              f"{100 * c['improvement'] / n:>7.1f}%   {meaning}")
+    cases = (("graphs", "graphs", 0.0), ("eager", "eager", 0.0),
+             (f"noisy {args.noisy_cv:g}%", "graphs", args.noisy_cv / 100))
+    print(f"gate error rates on resampled H200 noise blocks: {args.resamples} resamples per row, "
+          f"tok_s threshold {args.threshold}%, alpha {ALPHA}\n")
+    print(f"{'case':<10} {'design':<12} {'base/cand':>9} {'candidate':<9} {'regress':>8} {'pass':>7} "
+          f"{'inconcl':>8} {'improve':>8}   reading")
+    for name, mode, cv in cases:
+        b = blocks(mode)
+        for design, nb, nc in DESIGNS:
+            for kind in ("aa", "plant1", "plant3"):
+                c = simulate(b, kind, nb, nc, rng, args.resamples, args.threshold, cv)
+                n = sum(c.values())
+                share = {k: 100.0 * v / n for k, v in c.items()}
+                reading = (f"false alarms {share['regression']:.1f}%" if kind == "aa" else
+                           f"false passes {share['pass']:.1f}%, power {share['regression']:.1f}%")
+                print(f"{name:<10} {design:<12} {f'{nb}/{nc}':>9} {kind:<9} "
+                      f"{share['regression']:>7.1f}% {share['pass']:>6.1f}% "
+                      f"{share['inconclusive']:>7.1f}% {share['improvement']:>7.1f}%   {reading}")
     return 0
 
 

@@ -130,8 +130,8 @@ def main() -> int:
         p50 = statistics.median(lat) * 1000
         p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000
         with psycopg.connect(ADMIN.rsplit("/", 1)[0] + f"/{DB}") as con:
-            n_runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
-            n_samples = con.execute("SELECT count(*) FROM samples").fetchone()[0]
+            n_runs = (con.execute("SELECT count(*) FROM runs").fetchone() or (0,))[0]
+            n_samples = (con.execute("SELECT count(*) FROM samples").fetchone() or (0,))[0]
     finally:
         server.terminate()
         server.wait(20)

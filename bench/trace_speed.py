@@ -206,8 +206,9 @@ def main() -> int:
     print(f"\nbest of {args.repeat} runs each")
     print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
     for tool, label, mb, wall, rss, code in rows:
-        print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {'yes' if code == 0 else 'NO':>4}")
-    by = {(t.split()[0], l): (w, r) for t, l, _, w, r, c in rows if c == 0}
+        ok = "yes" if code == 0 else "NO"
+        print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {ok:>4}")
+    by = {(t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
     for label in ("kineto json", "kineto json.gz"):
         if ("perfwarden", label) in by and ("HTA", label) in by:
             (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]

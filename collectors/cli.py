@@ -14,9 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit code 2."""
+from .errors import CliError
 
 
 def _ints(text: str) -> list[int]:
@@ -84,6 +82,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--server", help="post the run records (and traces) to this perfwarden server")
     d.add_argument("--workdir", help="keep traces and intermediate files here (default: a temp dir)")
     d.add_argument("--nsys-pass", action="store_true", help=argparse.SUPPRESS)
+    d.add_argument("--from-config", help=argparse.SUPPRESS)  # the profile pass's own config
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_collect_decode)
 
@@ -145,7 +144,14 @@ def _emit(records: list[dict], out: str | None, server: str | None) -> None:
 
 
 def cmd_collect_decode(args) -> int:
-    from .bench.decode import DecodeConfig, run
+    from .bench.decode import DecodeConfig, config_from_file, run
+
+    if args.from_config:
+        try:
+            run(config_from_file(args.from_config))
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise CliError(str(e)) from None
+        return 0
 
     shape = {}
     if args.shape:
@@ -254,6 +260,8 @@ def _merge_repeats(records: list[dict]) -> list[dict]:
 
 
 def cmd_analyze(args) -> int:
+    import re
+
     from .traces import Options, TraceError
     from .traces.analysis import analyze, project, stream_roles
     from .traces.diff import diff_summaries
@@ -261,8 +269,6 @@ def cmd_analyze(args) -> int:
     from .traces.model import concat_traces
     from .traces.ordering import check_ordering
     from .traces.progress import Progress
-
-    import re
 
     try:
         re.compile(args.step_regex)

@@ -57,8 +57,8 @@ def environment() -> dict:
     if torch.cuda.is_available():
         try:
             env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:  # noqa: BLE001 - NCCL may be absent from a build
-            pass
+        except Exception as e:  # noqa: BLE001 - NCCL may be absent from a build
+            env["nccl"] = f"unknown ({type(e).__name__})"
     return env
 
 
@@ -82,7 +82,7 @@ def gpu_state(index: int = 0) -> dict | None:
     if len(vals) != len(GPU_FIELDS):
         return None
     keys = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "throttle_reasons")
-    state = {}
+    state: dict[str, float | str | None] = {}
     for k, v in zip(keys, vals):
         try:
             state[k] = float(v) if k != "throttle_reasons" else v

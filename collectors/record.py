@@ -11,26 +11,22 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
-KNOWN_DIRECTIONS = {
-    "tok_s": ("tok/s", "higher"), "total_tok_s": ("tok/s", "higher"), "req_s": ("req/s", "higher"),
-    "latency_s": ("s", "lower"), "kv_capacity_tokens": ("tokens", "higher"),
-    "kv_max_concurrency": ("x", "higher"), "aux_gap_mean_us": ("us", "lower"),
-    "aux_gap_median_us": ("us", "lower"), "aux_gap_p95_us": ("us", "lower"),
-    "aux_idle_per_step_us": ("us", "lower"),
-}
-for _p in ("ttft_ms", "tpot_ms", "itl_ms"):
-    for _s in ("mean", "median", "p99"):
-        KNOWN_DIRECTIONS[f"{_p}_{_s}"] = ("ms", "lower")
+from .metrics import HIGHER, lookup
 
 
 def metric(name: str, samples: list[float], unit: str | None = None,
            direction: str | None = None) -> dict:
-    known = KNOWN_DIRECTIONS.get(name)
-    return {"unit": unit or (known[0] if known else ""),
-            "direction": direction or (known[1] if known else "higher"),
+    """A record's metric entry; unit and direction come from the registry (collectors/metrics.py)
+    for known metrics, and must be given for unknown ones."""
+    known = lookup(name)
+    if known is None and direction is None:
+        raise ValueError(f"metric {name!r} is not in the registry: give its direction")
+    return {"unit": unit or (known.unit if known else ""),
+            "direction": direction or (known.direction if known else HIGHER),
             "samples": [float(s) if not float(s).is_integer() or name != "kv_capacity_tokens"
                         else int(s) for s in samples]}
 
@@ -107,7 +103,7 @@ def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
                timeout: float = 600) -> dict:
     """Stream a trace file to the service (the file is not read into memory)."""
     size = path.stat().st_size
-    url = f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename={urllib.request.quote(path.name)}"
+    url = f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename={urllib.parse.quote(path.name)}"
     with open(path, "rb") as raw:
         f = _ProgressReader(raw, size, path.name)
         req = urllib.request.Request(url, data=f, method="POST",

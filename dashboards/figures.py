@@ -1,10 +1,12 @@
 """Data -> plotly Figure. Pure functions: no database, no HTTP."""
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
-LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=50), height=380,
+LAYOUT: dict[str, Any] = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=50), height=380,
               legend=dict(orientation="h", y=-0.2), hovermode="closest")
 
 
@@ -15,7 +17,7 @@ def history(series: list[dict], metric: str, unit: str, samples: dict[int, list[
 
     Traces are plain dicts wrapped without plotly's per-element validation: a history holds
     thousands of runs and validating them costs more than the page's queries."""
-    data = []
+    data: list[dict[str, Any]] = []
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         runs = s["runs"]
@@ -99,7 +101,8 @@ def timeline(data: dict, min_gap_us: float = 10.0) -> go.Figure:
     for dev, ivs in by_dev.items():
         ivs.sort()
         label = f"GPU{dev} aux lane gaps"
-        cur_step, cur_end = None, None
+        cur_step: int | None = None
+        cur_end = 0.0
         for step, s, e in ivs:
             if step == cur_step and s > cur_end:
                 if s - cur_end >= min_gap_us:

@@ -9,7 +9,8 @@ import json
 import os
 import sys
 
-from collectors.cli import CliError, build_parser, dispatch
+from collectors.cli import build_parser, dispatch
+from collectors.errors import CliError
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -70,7 +71,7 @@ def cmd_db(args) -> int:
         cur = migrate.current(s.database_url)
     except SQLAlchemyError as e:
         raise CliError(f"database: {str(e).splitlines()[0]}") from None
-    except Exception as e:  # alembic's own errors (unknown revision, ...)
+    except Exception as e:  # noqa: BLE001 - alembic's own errors (unknown revision, ...)
         raise CliError(f"migration: {str(e).splitlines()[0]}") from None
     print(f"{cur or 'base'}{' (head)' if cur == migrate.head() else ''}")
     return 0
@@ -79,7 +80,7 @@ def cmd_db(args) -> int:
 def cmd_tokens(args) -> int:
     from .db import make_engine, session_factory, transaction
     from .migrate import upgrade
-    from .repositories import tokens
+    from .usecases import tokens
 
     s = _settings()
     if s.is_sqlite:
@@ -97,7 +98,7 @@ def cmd_tokens(args) -> int:
             if not n:
                 return EXIT_ERROR
         else:
-            for t in tokens.list_tokens(session):
+            for t in tokens.list_all(session):
                 print(f"{t.id}\t{t.name}\t{t.scope}\t{'revoked' if t.revoked else 'active'}\t"
                       f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}")
     return 0
@@ -132,6 +133,8 @@ def _api(server: str, method: str, path: str, **kw) -> dict:
             r = c.request(method, path, **kw)
     except httpx.HTTPError as e:
         raise CliError(f"cannot reach {server}: {e}") from None
+    if r.status_code == 204:
+        return {}
     try:
         body = r.json()
     except ValueError:
@@ -142,52 +145,143 @@ def _api(server: str, method: str, path: str, **kw) -> dict:
     return body
 
 
+EXIT_BISECT_SKIP = 125  # `git bisect run`: this commit cannot be judged
+
+
+def _git_head() -> str:
+    import subprocess
+
+    r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise CliError("--commit HEAD: not inside a git repository")
+    return r.stdout.strip()
+
+
+def _candidate_ids(args) -> list[int]:
+    """--run IDs, or the runs of --commit SHA (HEAD: the checked-out commit, for bisect)."""
+    if args.run:
+        return list(args.run)
+    if not args.commit:
+        raise CliError("gate: give --run ID (repeatable) or --commit SHA")
+    sha = _git_head() if args.commit == "HEAD" else args.commit
+    page = _api(args.server, "GET", "/api/v1/runs", params={
+        "benchmark": args.benchmark, "commit": sha, "limit": 1000})
+    ids = [r["id"] for r in page["data"]]
+    if not ids:
+        raise CliError(f"no run of {args.benchmark} at commit {sha[:12]}")
+    return ids
+
+
 def cmd_gate(args) -> int:
     from .gate_report import print_gate
+    from .schemas import GateOut
 
-    body = {"benchmark": args.benchmark, "baseline": args.baseline, "run_ids": args.run}
-    if args.metric:
-        body["metrics"] = args.metric
-    if args.threshold:
-        th = {}
-        for t in args.threshold:
-            name, _, val = t.partition("=")
-            try:
-                th[name] = float(val)
-            except ValueError:
-                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-        body["thresholds"] = th
-    result = _api(args.server, "POST", "/api/v1/gate", json=body)
+    try:
+        body: dict = {"benchmark": args.benchmark, "baseline": args.baseline,
+                      "run_ids": _candidate_ids(args)}
+        if args.metric:
+            body["metrics"] = args.metric
+        if args.vary:
+            body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
+        if args.threshold:
+            th = {}
+            for t in args.threshold:
+                name, _, val = t.partition("=")
+                try:
+                    th[name] = float(val)
+                except ValueError:
+                    raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+            body["thresholds"] = th
+        raw = _api(args.server, "POST", "/api/v1/gate", json=body)
+    except CliError as e:
+        if args.bisect:  # an error is no evidence either way: skip this commit
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BISECT_SKIP
+        raise
+    result = GateOut.model_validate(raw)
     if args.json:
-        json.dump(result, sys.stdout, indent=1)
+        json.dump(raw, sys.stdout, indent=1)
         print()
     else:
         print_gate(result)
-    return {"pass": EXIT_PASS, "fail": EXIT_REGRESSION}.get(result["verdict"], EXIT_INCONCLUSIVE)
+    if args.bisect:
+        return {"pass": 0, "fail": 1}.get(result.verdict, EXIT_BISECT_SKIP)
+    return {"pass": EXIT_PASS, "fail": EXIT_REGRESSION}.get(result.verdict, EXIT_INCONCLUSIVE)
+
+
+def _local_session():
+    """A session on the configured database, which must exist and be migrated."""
+    from .db import make_engine, session_factory
+    from .migrate import current, head
+
+    s = _settings()
+    if s.is_sqlite:
+        path = s.database_url.split("///", 1)[-1]
+        if path and path != ":memory:" and not os.path.exists(path):
+            raise CliError(f"no database at {path}: give --server URL, or set "
+                           "PERFWARDEN_DATABASE_URL")
+    try:
+        rev = current(s.database_url)
+    except Exception as e:  # noqa: BLE001 - unreachable or not a database: one line
+        raise CliError(f"database: {str(e).splitlines()[0]}") from None
+    if rev != head():
+        raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
+                       "`perfwarden db upgrade`")
+    return session_factory(make_engine(s.database_url))
 
 
 def cmd_noise(args) -> int:
-    if args.server:
-        result = _api(args.server, "GET", "/api/v1/noise",
-                      params={"benchmark": args.benchmark, "metric": args.metric})["series"]
-    else:
-        from .db import make_engine, session_factory, transaction
-        from .errors import ApiError
-        from .stats.history import noise
+    from .gate_report import print_noise
+    from .schemas import NoiseOut
 
-        s = _settings()
-        with transaction(session_factory(make_engine(s.database_url))) as session:
+    if args.server:
+        params = {"benchmark": args.benchmark, "metric": args.metric}
+        params.update({k: v for k, v in (("branch", args.branch), ("baseline", args.baseline))
+                       if v})
+        result = NoiseOut.model_validate(_api(args.server, "GET", "/api/v1/noise", params=params))
+    else:
+        from .db import transaction
+        from .errors import DomainError
+        from .usecases.history import noise
+
+        with transaction(_local_session()) as session:
             try:
-                result = noise(session, args.benchmark, args.metric)
-            except ApiError as e:
+                result = noise(session, args.benchmark, args.metric, args.branch, args.baseline)
+            except DomainError as e:
                 raise CliError(e.message) from None
     if args.json:
-        json.dump(result, sys.stdout, indent=1)
-        print()
+        print(result.model_dump_json(indent=1))
         return 0
-    from .gate_report import print_noise
+    print_noise(result)
+    return 0
 
-    print_noise(args.benchmark, args.metric, result)
+
+def cmd_baseline(args) -> int:
+    """Baselines without curl: set (create or move), show, list, delete."""
+    base = f"/api/v1/baselines/{args.benchmark}/{args.name}" if getattr(args, "name", None) else ""
+    if args.baseline_cmd == "set":
+        try:
+            row = _api(args.server, "PUT", base, json={"run_ids": args.run})
+            verb = "moved"
+        except CliError as e:
+            if "answered 404" not in str(e):
+                raise
+            row = _api(args.server, "POST", "/api/v1/baselines", json={
+                "name": args.name, "benchmark": args.benchmark, "run_ids": args.run})
+            verb = "created"
+        print(f"{verb} baseline {row['name']!r} of {row['benchmark']}: runs {row['run_ids']}",
+              file=sys.stderr)
+    elif args.baseline_cmd == "show":
+        row = _api(args.server, "GET", base)
+        print(json.dumps(row, indent=1))
+    elif args.baseline_cmd == "list":
+        params = {"benchmark": args.benchmark} if args.benchmark else {}
+        for row in _api(args.server, "GET", "/api/v1/baselines", params=params)["data"]:
+            print(f"{row['benchmark']}\t{row['name']}\truns {','.join(map(str, row['run_ids']))}\t"
+                  f"updated {row['updated_at']}")
+    else:
+        _api(args.server, "DELETE", base)
+        print(f"deleted baseline {args.name!r} of {args.benchmark}", file=sys.stderr)
     return 0
 
 
@@ -236,19 +330,41 @@ def main(argv: list[str] | None = None) -> int:
                        "1 regression, 3 inconclusive, 2 error)")
     p.add_argument("--server", required=True)
     p.add_argument("--benchmark", required=True)
-    p.add_argument("--baseline", required=True)
-    p.add_argument("--run", type=int, action="append", required=True)
+    p.add_argument("--baseline", required=True, help="a baseline name, or label:L, commit:SHA, "
+                   "runs:ID,ID")
+    p.add_argument("--run", type=int, action="append", help="candidate run id (repeatable)")
+    p.add_argument("--commit", help="candidate: the runs of this commit (HEAD: the checked-out one)")
     p.add_argument("--metric", action="append")
     p.add_argument("--threshold", action="append", metavar="METRIC=PCT")
+    p.add_argument("--vary", action="append", metavar="KEY",
+                   help="config key the candidate deliberately changes (repeatable)")
+    p.add_argument("--bisect", action="store_true", help="exit codes for `git bisect run`: 0 "
+                   "good, 1 bad, 125 skip (inconclusive or error)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("noise", help="run-to-run and trial spread of a benchmark's history")
     p.add_argument("benchmark")
     p.add_argument("--metric", default="tok_s")
+    p.add_argument("--branch", help="history of this branch (default: the benchmark's default)")
+    p.add_argument("--baseline", help="the runs of this baseline reference instead")
     p.add_argument("--server", help="ask this server (default: the local database)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_noise)
+
+    p = sub.add_parser("baseline", help="named baselines: set, show, list, delete")
+    bsub = p.add_subparsers(dest="baseline_cmd", required=True)
+    for name in ("set", "show", "delete"):
+        b = bsub.add_parser(name)
+        b.add_argument("name")
+        b.add_argument("--benchmark", required=True)
+        b.add_argument("--server", required=True)
+        if name == "set":
+            b.add_argument("--run", type=int, action="append", required=True)
+    b = bsub.add_parser("list")
+    b.add_argument("--benchmark")
+    b.add_argument("--server", required=True)
+    p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("comment", help="post or update the PR comment with the verdict")
     p.add_argument("--server", required=True)
@@ -257,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", type=int, action="append", required=True)
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
     p.add_argument("--pr", type=int, required=True)
+    p.add_argument("--vary", action="append", metavar="KEY")
     p.add_argument("--dashboard-url")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=cmd_comment)

@@ -24,7 +24,6 @@ class Settings(BaseSettings):
     bot_baseline: str | None = None  # post PR comments by itself against this baseline
     dashboard_url: str | None = None
     gate_alpha: float = Field(0.05, gt=0, lt=1)
-    bootstrap_seed: int = 20261129
 
     @property
     def is_sqlite(self) -> bool:

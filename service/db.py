@@ -1,8 +1,8 @@
 """Engine and sessions. SQLite (embedded default) and PostgreSQL behave the same to callers."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine

@@ -1,17 +1,54 @@
-"""One JSON error shape for every failure: {"error": {"status", "code", "message", "field"}}."""
+"""Domain errors: what went wrong, in the service's words. No HTTP here: `create_app` maps each
+kind to its HTTP code and the one JSON error shape, once (service/main.py)."""
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import ValidationError
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, field: str | None = None):
-        super().__init__(message)
-        self.status, self.code, self.message, self.field = status, code, message, field
+class DomainError(Exception):
+    """Base of every error a use case or repository raises for the caller to see."""
 
-    def body(self) -> dict:
-        return {"error": {"status": self.status, "code": self.code, "message": self.message,
-                          "field": self.field}}
+    code = "error"
+
+    def __init__(self, message: str, field: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message, self.field = message, field
+        if code is not None:
+            self.code = code
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class Invalid(DomainError):
+    code = "validation_error"
+
+
+class BadRequest(DomainError):
+    code = "bad_request"
+
+
+class Conflict(DomainError):
+    code = "conflict"
+
+
+class TooLarge(DomainError):
+    code = "too_large"
+
+
+class Unauthorized(DomainError):
+    code = "unauthorized"
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+
+
+class Unavailable(DomainError):
+    code = "unavailable"
 
 
 def loc_to_field(loc: tuple) -> str:
@@ -19,7 +56,8 @@ def loc_to_field(loc: tuple) -> str:
     return ".".join(parts)
 
 
-def from_validation(e: ValidationError | list, prefix: str = "") -> ApiError:
+def from_validation(e: ValidationError | list[Any], prefix: str = "") -> Invalid:
+    """pydantic's errors as one Invalid naming the first field (and how many more there are)."""
     errors = e.errors() if isinstance(e, ValidationError) else e
     first = errors[0]
     field = loc_to_field(tuple(first.get("loc", ())))
@@ -29,8 +67,4 @@ def from_validation(e: ValidationError | list, prefix: str = "") -> ApiError:
     if first.get("type") == "missing":
         msg = "field required"
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return ApiError(422, "validation_error", f"{field or 'body'}: {msg}{more}", field or None)
-
-
-def not_found(what: str) -> ApiError:
-    return ApiError(404, "not_found", f"{what} not found")
+    return Invalid(f"{field or 'body'}: {msg}{more}", field or None)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -12,10 +12,40 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .config import Settings
 from .db import make_engine, session_factory
-from .errors import ApiError, from_validation
+from .errors import (
+    BadRequest,
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+    from_validation,
+)
 
 log = logging.getLogger("perfwarden")
-VERSION = "0.1.0"
+VERSION = "0.2.0"
+
+# the one place where domain errors become HTTP
+STATUS: dict[type[DomainError], int] = {
+    BadRequest: 400, Unauthorized: 401, Forbidden: 403, NotFound: 404, Conflict: 409,
+    TooLarge: 413, Invalid: 422, Unavailable: 503,
+}
+
+
+def status_of(e: DomainError) -> int:
+    for kind in type(e).__mro__:
+        if kind in STATUS:
+            return STATUS[kind]
+    return 400
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
+    """The one JSON error shape: {"error": {"status", "code", "message", "field"}}."""
+    return JSONResponse({"error": {"status": status, "code": code, "message": message,
+                                   "field": field}}, status_code=status)
 
 
 def create_app(settings: Settings | None = None,
@@ -34,39 +64,36 @@ def create_app(settings: Settings | None = None,
         on_run_created = make_auto_commenter(app)
     app.state.on_run_created = on_run_created
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_: Request, e: ApiError):
-        return JSONResponse(e.body(), status_code=e.status)
+    @app.exception_handler(DomainError)
+    async def _domain_error(_: Request, e: DomainError):
+        return error_response(status_of(e), e.code, e.message, e.field)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, e: RequestValidationError):
         err = from_validation(list(e.errors()))
-        return JSONResponse(err.body(), status_code=422)
+        return error_response(422, err.code, err.message, err.field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, e: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
-        return JSONResponse(ApiError(e.status_code, code, str(e.detail)).body(),
-                            status_code=e.status_code)
+        return error_response(e.status_code, code, str(e.detail))
 
     @app.exception_handler(OperationalError)
     async def _db_down(_: Request, e: OperationalError):
         log.error("database error: %s", str(e).splitlines()[0])
-        return JSONResponse(ApiError(503, "database_unavailable",
-                                     "the database is not answering; try again").body(),
-                            status_code=503)
+        return error_response(503, "database_unavailable", "the database is not answering; try again")
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, e: Exception):
         log.exception("unexpected error")
-        return JSONResponse(ApiError(500, "internal_error", "internal error; see the server log")
-                            .body(), status_code=500)
+        return error_response(500, "internal_error", "internal error; see the server log")
 
-    from .api.routes import baselines, gate, runs
+    from .api.routes import baselines, benchmarks, gate, runs
 
     app.include_router(runs.router)
     app.include_router(baselines.router)
     app.include_router(gate.router)
+    app.include_router(benchmarks.router)
 
     @app.get("/api/v1/health", tags=["meta"])
     def health():
@@ -100,4 +127,4 @@ def _document_raw_bodies(app: FastAPI) -> None:
         app.openapi_schema = doc
         return doc
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]

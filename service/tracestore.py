@@ -14,7 +14,7 @@ from collectors.traces import Options, TraceError
 from collectors.traces.analysis import analyze, project, timeline
 from collectors.traces.load import load_trace, sniff
 
-from .errors import ApiError
+from .errors import Invalid, NotFound, TooLarge
 
 ALLOWED_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
 KERNELS_KEPT = 50
@@ -32,14 +32,14 @@ def path_for(data_dir: Path, sha: str) -> Path:
 
 def check_filename(filename: str | None) -> str:
     if not filename:
-        raise ApiError(422, "validation_error", "filename: query parameter ?filename= is required",
+        raise Invalid("filename: query parameter ?filename= is required",
                        "filename")
     name = os.path.basename(filename.replace("\\", "/"))
     if not name or len(name) > 200 or name != filename.replace("\\", "/").split("/")[-1]:
-        raise ApiError(422, "validation_error", "filename: must be a plain file name of at most "
+        raise Invalid("filename: must be a plain file name of at most "
                        "200 characters", "filename")
     if not name.endswith(ALLOWED_SUFFIXES):
-        raise ApiError(422, "validation_error", "filename: expected .sqlite, .nsys-rep, .json or "
+        raise Invalid("filename: expected .sqlite, .nsys-rep, .json or "
                        ".json.gz", "filename")
     return name
 
@@ -48,7 +48,7 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
     """Stream the body into a temp file with its SHA-256; 413 past `limit` (file removed)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "too_large", f"trace is larger than the {limit:,}-byte limit")
+        raise TooLarge(f"trace is larger than the {limit:,}-byte limit")
     tmp_dir = data_dir / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
@@ -59,7 +59,7 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > limit:
-                    raise ApiError(413, "too_large", f"trace is larger than the {limit:,}-byte limit")
+                    raise TooLarge(f"trace is larger than the {limit:,}-byte limit")
                 h.update(chunk)
                 f.write(chunk)
     except BaseException:
@@ -67,7 +67,7 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
         raise
     if size == 0:
         Path(name).unlink(missing_ok=True)
-        raise ApiError(422, "validation_error", "body: empty trace file", "body")
+        raise Invalid("body: empty trace file", "body")
     return Path(name), h.hexdigest(), size
 
 
@@ -79,7 +79,7 @@ def analyze_file(path: Path, filename: str) -> tuple[str, dict]:
         summary = analyze(trace, Options())
     except TraceError as e:
         msg = str(e).replace(str(path), filename)
-        raise ApiError(422, "bad_trace", msg, "body") from None
+        raise Invalid(msg, "body", code="bad_trace") from None
     summary["source"] = filename
     summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
     return {"nsys": "nsys", "nsys-gz": "nsys", "nsys-rep": "nsys-rep"}.get(fmt, "kineto"), summary
@@ -101,11 +101,11 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
         return json.loads(cache.read_text())
     path = path_for(data_dir, sha)
     if not path.exists():
-        raise ApiError(404, "not_found", "trace file is missing from storage")
+        raise NotFound("trace file is missing from storage")
     try:
         trace = load_trace(path, Options().step_regex, None, filename)
     except TraceError as e:
-        raise ApiError(422, "bad_trace", str(e).replace(str(path), filename)) from None
+        raise Invalid(str(e).replace(str(path), filename), code="bad_trace") from None
     data = timeline(trace, Options(), steps=steps)
     proj = project(trace, Options().step_regex)
     data["total_steps"] = int(proj.step_start_ns.shape[0])

@@ -99,7 +99,8 @@ def test_ingest_and_gate_against_live_server(live_server, tmp_path):
                                                  "run_ids": [one]})
     r = run("gate", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "tiny",
             "--run", str(by["plant1"][0]), "--threshold", "tok_s=5")
-    assert r.returncode == 0
+    # one baseline run: its run-to-run spread is unknown, so even a wide threshold is no pass
+    assert r.returncode == 3 and "run-to-run spread is unknown" in r.stdout
     r = run("comment", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "v1",
             "--run", str(by["plant1"][0]), "--repo", "acme/engine", "--pr", "3", "--dry-run")
     assert r.returncode == 0 and "<!-- perfwarden:moe-decode-noise:v1 -->" in r.stdout
@@ -135,3 +136,61 @@ def test_collect_posts_records_and_traces(live_server, tmp_path):
 
     got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
     assert got["config"]["batch_size"] == 2 and got["traces"][0]["id"] == res["id"]
+
+
+def test_gate_vary_bisect_and_baseline_commands(live_server, tmp_path):
+    """The seed's question from the command line (H200 A/B data), bisect exit codes, and
+    baselines without curl."""
+    url, _ = live_server
+    import httpx
+
+    ids: dict[str, list[int]] = {}
+    for f in sorted((ROOT / "data" / "h200" / "ab").glob("*.json")):
+        for rec in json.loads(f.read_text()):
+            rid = httpx.post(f"{url}/api/v1/runs", json=rec).json()["id"]
+            ids.setdefault(f"{rec['label']}-M{rec['config']['batch_size']}", []).append(rid)
+    r = run("baseline", "set", "v17", "--benchmark", "moe-decode-ab", "--server", url,
+            *[x for i in ids["v17-overlap-M1"] + ids["v17-overlap-M8"] for x in ("--run", str(i))])
+    assert r.returncode == 0 and "created baseline 'v17'" in r.stderr
+    r = run("baseline", "list", "--server", url)
+    assert r.returncode == 0 and "moe-decode-ab\tv17\truns " in r.stdout
+    r = run("baseline", "show", "v17", "--benchmark", "moe-decode-ab", "--server", url)
+    assert r.returncode == 0 and len(json.loads(r.stdout)["run_ids"]) == 12
+    common = ["gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17",
+              "--metric", "tok_s"]
+    late1 = [x for i in ids["pr-late-M1"] for x in ("--run", str(i))]
+    late8 = [x for i in ids["pr-late-M8"] for x in ("--run", str(i))]
+    r = run(*common, *late1)
+    assert r.returncode == 3 and "no baseline run in this series" in r.stdout
+    r = run(*common, *late1, "--vary", "shared_experts")
+    assert r.returncode == 1 and "regression" in r.stdout
+    assert "shared_experts=overlap→late" in r.stdout  # both sides, never cut
+    r = run(*common, *late8, "--vary", "shared_experts", "--bisect")
+    assert r.returncode == 0 and "PASS" in r.stdout  # good
+    r = run(*common, *late1, "--vary", "shared_experts", "--bisect")
+    assert r.returncode == 1  # bad
+    r = run(*common, *late1, "--bisect")
+    assert r.returncode == 125  # inconclusive: skip
+    r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
+            *late1, "--bisect")
+    assert r.returncode == 125 and "not found" in r.stderr  # an error is no evidence: skip
+    # a label is no baseline name: exit 2, unless asked for as label:
+    r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
+            *late1)
+    assert r.returncode == 2 and "404" in r.stderr and "label:v17-overlap" in r.stderr
+    r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline",
+            "label:v17-overlap", *late1, "--vary", "shared_experts")
+    assert r.returncode == 1
+    r = run("noise", "moe-decode-ab", "--server", url, "--baseline", "v17")
+    assert r.returncode == 0 and "baseline v17" in r.stdout and r.stdout.count("   6 ") >= 2
+    r = run("baseline", "delete", "v17", "--benchmark", "moe-decode-ab", "--server", url)
+    assert r.returncode == 0
+    r = run("baseline", "show", "v17", "--benchmark", "moe-decode-ab", "--server", url)
+    assert r.returncode == 2 and "404" in r.stderr
+
+
+def test_noise_without_a_database_says_so(tmp_path):
+    env = {"PERFWARDEN_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}
+    r = run("noise", "moe-decode", env=env)
+    assert r.returncode == 2 and "no database at" in r.stderr
+    assert not (tmp_path / "none.db").exists()

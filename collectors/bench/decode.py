@@ -6,6 +6,7 @@ after, warm-up excluded (spec/metrics.md).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -259,8 +260,8 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
            "hardware": envinfo.hardware(cfg.device, cfg.tp), "environment": envinfo.environment(),
            "started_at": started,
            "metrics": {"tok_s": metric("tok_s", [t["tok_s"] for t in trials]),
-                       "kv_capacity_tokens": {"unit": "tokens", "direction": "higher",
-                                              "samples": [r["kv_capacity_tokens"]]}},
+                       "kv_capacity_tokens": metric("kv_capacity_tokens",
+                                                    [r["kv_capacity_tokens"]])},
            "determinism": determinism(digests),
            "trials": [{k: v for k, v in t.items() if k != "digest"} for t in trials],
            "kv_cache": {"bytes_available": r["kv_bytes_available"],
@@ -316,6 +317,12 @@ def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
                 rec["metrics"][key] = metric(key, [summary[key]])
 
 
+def config_from_file(path: str | os.PathLike) -> DecodeConfig:
+    """A DecodeConfig written by the parent process (the nsys profile pass)."""
+    data = json.loads(Path(path).read_text())
+    return DecodeConfig(**data)
+
+
 def nsys_binary() -> str | None:
     return os.environ.get("NSYS") or shutil.which("nsys")
 
@@ -330,16 +337,14 @@ def _nsys_pass(cfg: DecodeConfig, M: int) -> Path:
            "--trace-fork-before-exec=true", "--force-overwrite", "true", "-o", str(base)]
     if cfg.cuda_graphs:
         cmd.append("--cuda-graph-trace=node")
-    cmd += [sys.executable, "-m", "collectors", "collect", "decode", "--nsys-pass",
-            "--device", cfg.device, "--tp", str(cfg.tp), "--batch-sizes", str(M),
-            "--warmup", str(cfg.warmup), "--profile-steps", str(cfg.profile_steps),
-            "--order", cfg.order, "--seed", str(cfg.seed), "--extra-work", str(cfg.extra_work),
-            "--plant-slowdown-pct", str(cfg.plant_pct),
-            "--workdir", str(Path(cfg.workdir) / "nsys-pass"), "--quiet"]
-    if cfg.cuda_graphs:
-        cmd.append("--cuda-graphs")
-    if cfg.shape:
-        cmd += ["--shape", json.dumps(cfg.shape)]
+    # the inner process gets this very config (one batch size, profile-pass mode), so no option
+    # is dropped on the way (a deterministic run is profiled with deterministic kernels)
+    inner = dataclasses.replace(cfg, batch_sizes=[M], profile_batch_sizes=[M], nsys_pass=True,
+                                quiet=True,
+                                workdir=str(Path(cfg.workdir) / "nsys-pass"))
+    cfg_file = Path(cfg.workdir) / f"nsys_M{M}.config.json"
+    cfg_file.write_text(json.dumps(dataclasses.asdict(inner)))
+    cmd += [sys.executable, "-m", "collectors", "collect", "decode", "--from-config", str(cfg_file)]
     _log(cfg, f"[M={M}] nsys profile pass ({cfg.profile_steps} steps)")
     r = subprocess.run(cmd, capture_output=True, text=True)
     rep = base.with_suffix(".nsys-rep")

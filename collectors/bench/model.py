@@ -41,7 +41,7 @@ class ModelShape:
     dtype: str = "bfloat16"
 
     @classmethod
-    def small(cls) -> "ModelShape":
+    def small(cls) -> ModelShape:
         """For CPU runs: the same structure at a size a 2-core machine runs in seconds."""
         return cls(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, experts=8, top_k=2,
                    expert_inter=256, shared_inter=256, vocab=1024, context=128, dtype="float32")
@@ -68,7 +68,7 @@ class Marker:
         self.record_function = False
         self._nvtx = None
         try:
-            import nvtx  # type: ignore
+            import nvtx
 
             self._nvtx = nvtx
         except ImportError:
@@ -141,7 +141,7 @@ class MoEDecoder:
         self.aux = torch.cuda.Stream(device=device) if device.type == "cuda" and order != "serial" else None
         self.marker = Marker(device)
         self.tokens = torch.zeros(batch_size, dtype=torch.long, device=device)
-        self.graph = None
+        self.graph: torch.cuda.CUDAGraph | None = None
         self.plant_cycles = 0  # planted slowdown: a spin kernel of known length per step
         # the caches as they start, so every repeat decodes from the same state (determinism)
         self._initial = [(p["k_cache"].clone(), p["v_cache"].clone()) for p in self.layers]
@@ -186,26 +186,28 @@ class MoEDecoder:
             return (torch.bmm(h, p["e_down"]) * weights).sum(0)
 
     def _moe(self, p: dict, x: torch.Tensor) -> torch.Tensor:
-        main = torch.cuda.current_stream(self.device) if self.aux is not None else None
-        if self.aux is None:
+        aux = self.aux
+        if aux is None:
             shared = self._shared(p, x)
             weights = self._router(p, x)
             routed = self._routed(p, x, weights)
-        elif self.order == "overlap":
-            self.aux.wait_stream(main)
-            with torch.cuda.stream(self.aux):
+            return self._all_reduce(routed + shared)
+        main = torch.cuda.current_stream(self.device)
+        if self.order == "overlap":
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
                 shared = self._shared(p, x)
             weights = self._router(p, x)
-            main.wait_stream(self.aux)  # join right before the routed-expert launch
+            main.wait_stream(aux)  # join right before the routed-expert launch
             routed = self._routed(p, x, weights)
         else:  # late
             weights = self._router(p, x)
-            self.aux.wait_stream(main)
-            with torch.cuda.stream(self.aux):
+            aux.wait_stream(main)
+            with torch.cuda.stream(aux):
                 shared = self._shared(p, x)
             routed = self._routed(p, x, weights)
-            main.wait_stream(self.aux)
-        if self.aux is not None and not torch.cuda.is_current_stream_capturing():
+            main.wait_stream(aux)
+        if not torch.cuda.is_current_stream_capturing():
             shared.record_stream(main)
         return self._all_reduce(routed + shared)
 
@@ -238,9 +240,10 @@ class MoEDecoder:
             for _ in range(warmup):
                 self._forward()
         torch.cuda.current_stream(self.device).wait_stream(s)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
             self._out = self._forward()
+        self.graph = graph
 
     def step(self, index: int) -> torch.Tensor:
         with self.marker.range(f"decode_step_{index}"):

@@ -2,13 +2,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..env import utc_now
 from ..record import check
 from .logs import looks_like_log, parse_log
-from .vllm import (EngineOutputError, as_metrics, commands_beside, kind_of, latency_samples,
-                   serve_config, serve_metrics, throughput_metrics)
+from .vllm import (
+    EngineOutputError,
+    as_metrics,
+    commands_beside,
+    kind_of,
+    latency_samples,
+    serve_config,
+    serve_metrics,
+    throughput_metrics,
+)
 
 MAX_INPUT_BYTES = 512 << 20
 
@@ -39,7 +48,7 @@ def _read_json_or_lines(path: Path, text: str) -> list[dict] | None:
     return out
 
 
-def ingest(paths: list[str | Path], benchmark: str | None = None, label: str | None = None,
+def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str | None = None,
            batch_size: int | None = None, output_len: int | None = None,
            extra_config: dict | None = None) -> tuple[list[dict], list[str]]:
     """Returns (run records, warnings). Raises EngineOutputError on unusable input."""
@@ -107,7 +116,7 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
                 o["label"] = label
         return objs
     if len(kinds) > 1:
-        raise EngineOutputError(f"{p}: mixes result kinds {sorted(kinds)}")
+        raise EngineOutputError(f"{p}: mixes result kinds {sorted(str(k) for k in kinds)}")
     kind = kinds.pop()
     flags = commands_beside(p)
     out: list[dict] = []

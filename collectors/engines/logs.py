@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..record import metric
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VLLM_KV = re.compile(r"GPU KV cache size:\s*([\d,_]+)\s*tokens")
 VLLM_BLOCKS = re.compile(r"# GPU blocks:\s*([\d,]+)")
@@ -26,11 +28,9 @@ class LogFacts:
     def metrics(self) -> dict:
         out = {}
         if self.kv_capacity_tokens is not None:
-            out["kv_capacity_tokens"] = {"unit": "tokens", "direction": "higher",
-                                         "samples": [self.kv_capacity_tokens]}
+            out["kv_capacity_tokens"] = metric("kv_capacity_tokens", [self.kv_capacity_tokens])
         if self.kv_max_concurrency is not None:
-            out["kv_max_concurrency"] = {"unit": "x", "direction": "higher",
-                                         "samples": [self.kv_max_concurrency]}
+            out["kv_max_concurrency"] = metric("kv_max_concurrency", [self.kv_max_concurrency])
         return out
 
 

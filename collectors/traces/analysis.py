@@ -108,7 +108,7 @@ def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:
     if dev.size:
         pairs, inv = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
         total = np.bincount(inv.ravel(), weights=dur)
-        for (d, s), t in sorted(zip(map(tuple, pairs.tolist()), total.tolist()),
+        for (d, s), _busy in sorted(zip(map(tuple, pairs.tolist()), total.tolist()),
                                 key=lambda x: (x[0][0], -x[1], x[0][1])):
             main.setdefault(d, s)
             aux.setdefault(d, set())
@@ -297,7 +297,7 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     out["main_streams"] = [{"device": d, "stream": s} for d, s in sorted(roles.main.items())]
     out["aux_streams"] = [{"device": d, "stream": s} for d in sorted(roles.aux)
                           for s in sorted(roles.aux[d])]
-    ranks = []
+    ranks: list[dict] = []
     procs = np.unique(proj.step_proc)
     if procs.size > 1:
         for p in procs.tolist():

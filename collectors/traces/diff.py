@@ -1,6 +1,8 @@
 """Trace diff: which kernels and which gap figures got slower or faster between two analyses."""
 from __future__ import annotations
 
+from typing import Any
+
 GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
             "aux_busy_per_step_us", "aux_main_overlap_us_per_step", "step_gpu_time_us_mean",
             "step_gpu_time_us_median")
@@ -33,12 +35,14 @@ def diff_summaries(base: dict, cand: dict, limit: int = 20) -> dict:
         pct = None if delta is None or not b else 100.0 * delta / b
         gaps.append({"metric": key, "base": b, "candidate": c, "delta": delta, "delta_pct": pct})
     kb, kc = _per_step(base), _per_step(cand)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in set(kb) | set(kc):
         b, c = kb.get(name), kc.get(name)
         bp = b["per_step_us"] if b else 0.0
         cp = c["per_step_us"] if c else 0.0
-        rows.append({"name": name, "role": "/".join(sorted((b or c)["roles"] | (c or b)["roles"])),
+        either = b or c
+        assert either is not None
+        rows.append({"name": name, "role": "/".join(sorted(either["roles"] | (c or either)["roles"])),
                      "base_per_step_us": bp, "candidate_per_step_us": cp,
                      "delta_per_step_us": cp - bp,
                      "base_mean_us": b["mean_us"] if b else None,

@@ -9,16 +9,17 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import types
 import zlib
-from collections import Counter
-from pathlib import Path
 from array import array
-from typing import Any, Iterator, Union
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Union
 
 import numpy as np
 
-from .model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace,
-                    TraceError)
+from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
 OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
@@ -28,6 +29,7 @@ RANGE_CATS = {"user_annotation", "operator"}
 SYNC_CATS = {"cuda_sync"}
 BIG_FILE_BYTES = 32 << 20  # progress lines only for files worth waiting for
 
+_gzip: types.ModuleType
 try:  # optional: Intel ISA-L inflates gzip about twice as fast as zlib
     from isal import igzip as _gzip
 except ImportError:  # pragma: no cover
@@ -70,7 +72,7 @@ try:  # optional fast path
     _LIST = msgspec.json.Decoder(list[_Event])
     BATCH = 16384
 except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
 
 
 def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearray:
@@ -95,7 +97,7 @@ def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearra
     return out
 
 
-def _events(path: Path, raw: bytes) -> tuple[int, Iterator[list[Any]]]:
+def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]]]:
     """(event count, batches of events). With msgspec the document is first split into raw
     event slices (cheap), then decoded a batch at a time, so decoded events never pile up."""
     head = bytes(raw[:4096]).lstrip()
@@ -268,7 +270,7 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
                               _num(a.correlation), _num(a.wait_on_cuda_event_record_corr_id)))
         prog.advance(len(events), "events")
 
-    def ns(values: list) -> np.ndarray:
+    def ns(values: Any) -> np.ndarray:
         return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
 
     i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 from .analysis import Options, analyze
@@ -68,11 +69,11 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
         raise TraceError(f"{path}: cannot read trace ({e})") from None
     except (MemoryError, RecursionError):
         raise
-    except Exception as e:  # a producer we did not foresee: still one clear line
+    except Exception as e:  # noqa: BLE001 - a producer we did not foresee: still one clear line
         raise TraceError(f"{path}: cannot read trace ({type(e).__name__}: {e})") from None
 
 
-def analyze_files(paths: list[str | os.PathLike], opts: Options | None = None,
+def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
                   progress: Progress | None = None) -> dict:
     """Analyze one trace, or the ranks of one run given as several files."""
     opts = opts or Options()

@@ -144,7 +144,8 @@ def concat_traces(traces: list[Trace]) -> Trace:
                 ("start_ns", "end_ns", "device", "stream", "corr", "proc", "name_id", "kind")))
     calls = Calls(*(cat([getattr(p, f) for p in call_parts]) for f in
                     ("start_ns", "end_ns", "thread", "corr", "proc")))
-    ranges = Ranges(*(cat([p[i] for p in range_parts]) for i in range(4)), names=range_names)
+    r_start, r_end, r_thread, r_proc = (cat([p[i] for p in range_parts]) for i in range(4))
+    ranges = Ranges(r_start, r_end, r_thread, r_proc, names=range_names)
     return Trace(ops=ops, calls=calls, ranges=ranges, names=names, device_labels=labels,
                  source=",".join(t.source for t in traces),
                  producer=",".join(sorted({t.producer for t in traces})), waits=waits,

@@ -6,17 +6,16 @@ what `sqlite_master` and `PRAGMA table_info` say is there.
 from __future__ import annotations
 
 import os
-from collections import Counter
 import shutil
 import sqlite3
 import subprocess
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from .model import (OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace,
-                    TraceError)
+from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -164,7 +163,7 @@ def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
                          if c in cols), "-")
         else:
             name = "copyKind"
-        n = lambda c: db.num(table, c)  # noqa: E731
+        n = lambda c, table=table: db.num(table, c)  # noqa: E731
         sql = (f'SELECT {n("start")}, {n("end")}, {n("deviceId")}, {n("streamId")}, '
                f'{n("correlationId")}, {n("globalPid")}, {n(name)} FROM "{table}"'
                ' WHERE start IS NOT NULL AND "end" IS NOT NULL')
@@ -208,7 +207,7 @@ def _load_calls(db: _Db, prog: Progress) -> Calls:
         cols = db.cols(table)
         if not {"start", "end", "correlationId", "globalTid"} <= cols:
             continue
-        n = lambda c: db.num(table, c)  # noqa: E731
+        n = lambda c, table=table: db.num(table, c)  # noqa: E731
         a = db.fetch(f'SELECT {n("start")}, {n("end")}, {n("globalTid")}, {n("correlationId")} '
                      f'FROM "{table}" WHERE correlationId IS NOT NULL AND start IS NOT NULL', 4,
                      prog, "calls")

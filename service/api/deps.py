@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from fastapi import Request
 from sqlalchemy.orm import Session
 
 from ..config import Settings
 from ..db import transaction
-from ..errors import ApiError
-from ..repositories import tokens
+from ..errors import BadRequest, Forbidden, TooLarge, Unauthorized
+from ..schemas import ErrorOut
+from ..usecases import tokens
+
+ERRORS: dict[int | str, dict] = {code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413, 422)}
 
 
 def settings(request: Request) -> Settings:
@@ -39,7 +42,7 @@ def _no_tokens(request: Request, session) -> bool:
     now = time.monotonic()
     if getattr(state, "no_tokens_until", 0.0) > now:
         return True
-    if tokens.any_exist(session):
+    if tokens.any_active(session):
         return False
     state.no_tokens_until = now + _NO_TOKENS_TTL_S
     return True
@@ -56,13 +59,13 @@ def require_write(request: Request) -> None:
         if token is None:
             if s.loopback and _no_tokens(request, session):
                 return
-            raise ApiError(401, "unauthorized", "this server needs 'Authorization: Bearer <token>' "
+            raise Unauthorized("this server needs 'Authorization: Bearer <token>' "
                            "with write scope for writes")
-        row = tokens.lookup(session, token)
+        row = tokens.find(session, token)
         if row is None:
-            raise ApiError(401, "unauthorized", "unknown or revoked token")
+            raise Unauthorized("unknown or revoked token")
         if row.scope != "write":
-            raise ApiError(403, "forbidden", f"token {row.name!r} is read-only")
+            raise Forbidden(f"token {row.name!r} is read-only")
 
 
 def require_read(request: Request) -> None:
@@ -71,11 +74,11 @@ def require_read(request: Request) -> None:
         return
     token = _bearer(request)
     if token is None:
-        raise ApiError(401, "unauthorized", "reads need 'Authorization: Bearer <token>' "
+        raise Unauthorized("reads need 'Authorization: Bearer <token>' "
                        "(PERFWARDEN_READ_AUTH=1)")
     with transaction(request.app.state.sessions) as session:
-        if tokens.lookup(session, token) is None:
-            raise ApiError(401, "unauthorized", "unknown or revoked token")
+        if tokens.find(session, token) is None:
+            raise Unauthorized("unknown or revoked token")
 
 
 async def read_capped(request: Request, limit: int, what: str) -> bytes:
@@ -84,13 +87,13 @@ async def read_capped(request: Request, limit: int, what: str) -> bytes:
     if declared is not None:
         try:
             if int(declared) > limit:
-                raise ApiError(413, "too_large", f"{what} is larger than the {limit:,}-byte limit")
+                raise TooLarge(f"{what} is larger than the {limit:,}-byte limit")
         except ValueError:
-            raise ApiError(400, "bad_request", "invalid Content-Length header") from None
+            raise BadRequest("invalid Content-Length header") from None
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, "too_large", f"{what} is larger than the {limit:,}-byte limit")
+            raise TooLarge(f"{what} is larger than the {limit:,}-byte limit")
         chunks.append(chunk)
     return b"".join(chunks)

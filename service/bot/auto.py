@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 
 from ..db import transaction
-from ..errors import ApiError
+from ..errors import DomainError
 from ..models import PrComment, Run
 from ..schemas import GateIn
-from ..stats.compare import compare
+from ..usecases.verdicts import compare
 from .github import GitHub, GitHubError
 from .markdown import marker, render
 
@@ -38,7 +38,7 @@ def make_auto_commenter(app):
             try:
                 cmp = compare(session, GateIn(benchmark=bench, baseline=s.bot_baseline,
                                               run_ids=ids), s.gate_alpha)
-            except ApiError as e:
+            except DomainError as e:
                 log.warning("PR comment skipped for run %s: %s", run_id, e.message)
                 return
             repo, pr = run.repository, run.pr
@@ -56,8 +56,8 @@ def make_auto_commenter(app):
             if row is None:
                 session.add(PrComment(repository=repo, pr=pr, benchmark=bench,
                                       baseline=s.bot_baseline, comment_id=int(comment["id"]),
-                                      verdict=cmp["verdict"], updated_at=now))
+                                      verdict=cmp.verdict, updated_at=now))
             else:
-                row.comment_id, row.verdict, row.updated_at = int(comment["id"]), cmp["verdict"], now
+                row.comment_id, row.verdict, row.updated_at = int(comment["id"]), cmp.verdict, now
 
     return on_run_created

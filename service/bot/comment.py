@@ -4,16 +4,19 @@ from __future__ import annotations
 import os
 import sys
 
-from collectors.cli import CliError
+from collectors.errors import CliError
 
+from ..schemas import CompareOut
 from .github import GitHub, GitHubError
 from .markdown import marker, render
 
 
 def post_comment(args, api) -> int:
-    cmp = api(args.server, "GET", "/api/v1/compare", params={
-        "benchmark": args.benchmark, "baseline": args.baseline,
-        "run_ids": ",".join(map(str, args.run))})
+    params = {"benchmark": args.benchmark, "baseline": args.baseline,
+              "run_ids": ",".join(map(str, args.run))}
+    if getattr(args, "vary", None):
+        params["vary"] = ",".join(args.vary)
+    cmp = CompareOut.model_validate(api(args.server, "GET", "/api/v1/compare", params=params))
     body = render(cmp, args.dashboard_url, args.server)
     if args.dry_run:
         print(body)
@@ -29,5 +32,5 @@ def post_comment(args, api) -> int:
     except GitHubError as e:
         raise CliError(str(e)) from None
     print(f"{'posted' if created else 'updated'} comment {comment.get('id')} on {args.repo}#"
-          f"{args.pr} (verdict: {cmp['verdict']})", file=sys.stderr)
+          f"{args.pr} (verdict: {cmp.verdict})", file=sys.stderr)
     return 0

@@ -3,78 +3,74 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..gate_report import series_label
+from ..format import interval, num, pct, series_label
+from ..schemas import CompareOut
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
         "improvement": "🚀"}
+NA = "–"
 
 
 def marker(benchmark: str, baseline: str) -> str:
     return f"<!-- perfwarden:{benchmark}:{baseline} -->"
 
 
-def _n(v, d=2):
-    return "–" if v is None else f"{v:,.{d}f}"
-
-
-def _p(v):
-    return "–" if v is None else f"{v:+.2f}%"
-
-
-def render(cmp: dict, dashboard_url: str | None = None, server_url: str | None = None) -> str:
-    b, base = cmp["benchmark"], cmp["baseline"]
-    verdict = cmp["verdict"]
+def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None) -> str:
+    b, base = cmp.benchmark, cmp.baseline
     lines = [marker(b, base),
-             f"## {ICON.get(verdict, '')} perfwarden: **{verdict.upper()}** — `{b}` vs baseline "
-             f"`{base}`", ""]
-    regress = [m for m in cmp["metrics"] if m["verdict"] == "regression"]
+             f"## {ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — `{b}` vs "
+             f"baseline `{base}`", ""]
+    if cmp.vary:
+        lines += [f"Varied on purpose: {', '.join(f'`{k}`' for k in cmp.vary)} (each row shows "
+                  "baseline→candidate).", ""]
+    regress = [m for m in cmp.metrics if m.verdict == "regression"]
     if regress:
         lines.append("**Regressions:** " + "; ".join(
-            f"`{m['name']}` {_p(m['delta_pct'])} ({series_label(m['series'])})" for m in regress))
+            f"`{m.name}` {pct(m.delta_pct, NA)} ({series_label(m.series)})" for m in regress))
         lines.append("")
-    lines += ["| metric | series | baseline mean | baseline median | candidate mean | candidate "
-              "median | n (runs) base / cand | change (95% CI) | threshold | verdict |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for m in cmp["metrics"]:
-        ci = "" if m["ci_low_pct"] is None or m["method"] == "exact" else \
-            f" ({m['ci_low_pct']:+.2f}..{m['ci_high_pct']:+.2f}%)"
+    lines += ["| metric | series | baseline mean | candidate mean | n (runs) base / cand | "
+              "change (95% CI) | worse-side bound | threshold | verdict |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for m in cmp.metrics:
+        exact = m.method == "exact"
+        ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
         lines.append(
-            f"| `{m['name']}` | {series_label(m['series'])} | {_n(m['baseline']['mean'])} | "
-            f"{_n(m['baseline']['median'])} | {_n(m['candidate']['mean'])} | "
-            f"{_n(m['candidate']['median'])} | {m['baseline']['n']} ({m['baseline']['runs']}) / "
-            f"{m['candidate']['n']} ({m['candidate']['runs']}) | {_p(m['delta_pct'])}{ci} | "
-            f"{m['threshold_pct']:g}% | {ICON.get(m['verdict'], '')} {m['verdict']} |")
+            f"| `{m.name}` | {series_label(m.series)} | {num(m.baseline.mean, missing=NA)} | "
+            f"{num(m.candidate.mean, missing=NA)} | {m.baseline.n} ({m.baseline.runs}) / "
+            f"{m.candidate.n} ({m.candidate.runs}) | {pct(m.delta_pct, NA)}{ci} | "
+            f"{NA if exact else pct(m.bound_pct, NA)} | {m.threshold_pct:g}% | "
+            f"{ICON.get(m.verdict, '')} {m.verdict} |")
     lines.append("")
-    kv = [m for m in cmp["metrics"] if m["name"] == "kv_capacity_tokens"]
+    kv = [m for m in cmp.metrics if m.name == "kv_capacity_tokens"]
     if kv:
         lines.append("**KV-cache capacity:** " + "; ".join(
-            f"{m['reason']} ({series_label(m['series'])})" for m in kv))
-    gaps = [m for m in cmp["metrics"] if m["name"] == "aux_gap_mean_us"]
-    td = cmp.get("trace_diff")
+            f"{m.reason} ({series_label(m.series)})" for m in kv))
+    gaps = [m for m in cmp.metrics if m.name == "aux_gap_mean_us"]
+    td = cmp.trace_diff
     if gaps:
         lines.append("**Auxiliary-stream idle gap:** " + "; ".join(
-            f"{_n(m['baseline']['median'], 0)} us → {_n(m['candidate']['median'], 0)} us"
+            f"{num(m.baseline.median, 0, NA)} us → {num(m.candidate.median, 0, NA)} us"
             for m in gaps))
     elif td:
         g = {x["metric"]: x for x in td["gaps"]}.get("aux_gap_mean_us")
         if g and g["base"] is not None and g["candidate"] is not None:
             lines.append(f"**Auxiliary-stream idle gap:** {g['base']:.0f} us → "
                          f"{g['candidate']:.0f} us (from the attached traces)")
-    dets = [(r["id"], r["determinism"]) for r in cmp.get("candidate_runs", []) if r.get("determinism")]
+    dets = [(r.id, r.determinism) for r in cmp.candidate_runs if r.determinism]
     if dets:
         lines.append("**Determinism:** " + ", ".join(
             f"run {i}: {d['identical']}/{d['repeats']} bitwise identical" for i, d in dets))
-    matrix = sorted({m["series"].get("batch_size") for m in cmp["metrics"]
-                     if m["name"] == "tok_s" and m["series"].get("batch_size") is not None})
-    if len(matrix) > 1:
+    tok = sorted((m for m in cmp.metrics if m.name == "tok_s"
+                  and m.series.get("batch_size") is not None),
+                 key=lambda m: m.series.get("batch_size") or 0)
+    if len({m.series.get("batch_size") for m in tok}) > 1:
         lines += ["", "**Batch-size matrix (tok/s):**", "",
-                  "| M | baseline median | candidate median | change | verdict |",
+                  "| M | baseline mean | candidate mean | change | verdict |",
                   "|---:|---:|---:|---:|---|"]
-        for m in sorted((m for m in cmp["metrics"] if m["name"] == "tok_s"),
-                        key=lambda m: m["series"].get("batch_size") or 0):
-            lines.append(f"| {m['series'].get('batch_size')} | {_n(m['baseline']['median'])} | "
-                         f"{_n(m['candidate']['median'])} | {_p(m['delta_pct'])} | "
-                         f"{ICON.get(m['verdict'], '')} {m['verdict']} |")
+        for m in tok:
+            lines.append(f"| {m.series.get('batch_size')} | {num(m.baseline.mean, missing=NA)} | "
+                         f"{num(m.candidate.mean, missing=NA)} | {pct(m.delta_pct, NA)} | "
+                         f"{ICON.get(m.verdict, '')} {m.verdict} |")
     if td and td.get("kernels"):
         lines += ["", "<details><summary>Kernels that changed most (per decode step, from the "
                   "attached traces)</summary>", "", "| kernel | base us | candidate us | change |",
@@ -84,23 +80,27 @@ def render(cmp: dict, dashboard_url: str | None = None, server_url: str | None =
             lines.append(f"| `{name}` | {k['base_per_step_us']:.1f} | "
                          f"{k['candidate_per_step_us']:.1f} | {k['delta_per_step_us']:+.1f} |")
         lines += ["", "</details>"]
-    if server_url and cmp.get("traces"):
-        links = [f"[{t['filename']}]({server_url.rstrip('/')}/api/v1/traces/{t['id']})"
-                 for ts in cmp["traces"].values() for t in ts]
+    if server_url and cmp.traces:
+        links = [f"[{t.filename}]({server_url.rstrip('/')}/api/v1/traces/{t.id})"
+                 for ts in cmp.traces.values() for t in ts]
         lines += ["", "**Traces:** " + ", ".join(links[:10])]
     lines.append("")
-    for m in cmp["metrics"]:
-        if m["verdict"] != "pass":
-            lines.append(f"- `{m['name']}` ({series_label(m['series'])}): {m['reason']}")
-    c = cmp.get("candidate_runs", [{}])[0] if cmp.get("candidate_runs") else {}
-    hw = c.get("hardware") or {}
-    lines += ["", f"Compared: candidate run(s) {', '.join(map(str, cmp['candidate_run_ids']))}"
-                  f" (commit `{c.get('commit') or '?'}`) against baseline `{base}` run(s) "
-                  f"{', '.join(map(str, cmp['baseline_run_ids'])) or 'none'}; hardware "
-                  f"{hw.get('gpu_count', '?')}x {hw.get('gpu', '?')}; {cmp['correction']}, "
-                  f"alpha {cmp['alpha']}."]
+    for m in cmp.metrics:
+        if m.verdict != "pass":
+            lines.append(f"- `{m.name}` ({series_label(m.series)}): {m.reason}")
+    c = cmp.candidate_runs[0] if cmp.candidate_runs else None
+    hw = c.hardware if c else {}
+    lines += ["", f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
+                  f" (commit `{(c.commit if c else None) or '?'}`) against baseline `{base}` "
+                  f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; hardware "
+                  f"{hw.get('gpu_count', '?')}x {hw.get('gpu', '?')}; {cmp.correction}, "
+                  f"alpha {cmp.alpha}. `pass` means the one-sided 95% bound rules out a "
+                  "regression of the threshold's size."]
     if dashboard_url:
-        q = urlencode({"benchmark": b, "baseline": base,
-                       "run_ids": ",".join(map(str, cmp["candidate_run_ids"]))})
-        lines.append(f"[Open the comparison in the dashboard]({dashboard_url.rstrip('/')}/compare?{q})")
+        q = {"benchmark": b, "baseline": base,
+             "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
+        if cmp.vary:
+            q["vary"] = ",".join(cmp.vary)
+        lines.append(f"[Open the comparison in the dashboard]({dashboard_url.rstrip('/')}/compare?"
+                     f"{urlencode(q)})")
     return "\n".join(lines) + "\n"

@@ -3,8 +3,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        String, UniqueConstraint)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAME = 200
@@ -19,6 +29,8 @@ class Benchmark(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME), unique=True, nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # history, noise and change points read this branch (None: "main")
+    default_branch: Mapped[str | None] = mapped_column(String(NAME))
 
 
 class Series(Base):
@@ -56,13 +68,13 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     idempotency_key: Mapped[str | None] = mapped_column(String(NAME), unique=True)
-    body_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    body_sha256: Mapped[str] = mapped_column(String(64), nullable=False, index=True)
     determinism: Mapped[dict | None] = mapped_column(JSON)
     trace_summary: Mapped[dict | None] = mapped_column(JSON)
     extra: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
 
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")
-    stats: Mapped[list["RunMetric"]] = relationship(back_populates="run", lazy="selectin",
+    stats: Mapped[list[RunMetric]] = relationship(back_populates="run", lazy="selectin",
                                                     cascade="all, delete-orphan")
 
 
@@ -133,13 +145,6 @@ class Baseline(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")
-
-
-class BaselineRun(Base):
-    __tablename__ = "baseline_runs"
-    baseline_id: Mapped[int] = mapped_column(ForeignKey("baselines.id", ondelete="CASCADE"),
-                                             primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
 
 
 class BaselineHistory(Base):

@@ -1,14 +1,15 @@
-"""Named baselines (run sets per benchmark) with their history, and baseline resolution."""
+"""Named baselines (run sets per benchmark) with their history. Queries only: resolving a
+baseline reference is a use case (service/usecases/baselines.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..errors import ApiError, not_found
-from ..models import Baseline, BaselineHistory, BaselineRun, Run
+from ..errors import Conflict, Invalid, NotFound
+from ..models import Baseline, BaselineHistory, Run
 from .runs import benchmark, benchmark_id, utc
 
 
@@ -18,16 +19,14 @@ def _check_runs(session: Session, bench_id: int, run_ids: list[int]) -> list[int
                                                                 Run.benchmark_id == bench_id))}
     missing = [i for i in ids if i not in found]
     if missing:
-        raise ApiError(422, "validation_error", f"run_ids: run {missing[0]} does not exist in this "
-                       "benchmark", "run_ids")
+        raise Invalid(f"run_ids: run {missing[0]} does not exist in this benchmark", "run_ids")
     return ids
 
 
 def create(session: Session, name: str, bench_name: str, run_ids: list[int]) -> Baseline:
     bench = benchmark(session, bench_name)
     if bench is None:
-        raise ApiError(422, "validation_error", f"benchmark: no benchmark named {bench_name!r}",
-                       "benchmark")
+        raise Invalid(f"benchmark: no benchmark named {bench_name!r}", "benchmark")
     ids = _check_runs(session, bench.id, run_ids)
     now = datetime.now(timezone.utc)
     row = Baseline(benchmark_id=bench.id, name=name, run_ids=ids, created_at=now, updated_at=now)
@@ -36,9 +35,8 @@ def create(session: Session, name: str, bench_name: str, run_ids: list[int]) -> 
             session.add(row)
             session.flush()
     except IntegrityError:
-        raise ApiError(409, "conflict", f"baseline {name!r} exists for {bench_name}; move it with "
+        raise Conflict(f"baseline {name!r} exists for {bench_name}; move it with "
                        f"PUT /api/v1/baselines/{bench_name}/{name}", "name") from None
-    session.add_all(BaselineRun(baseline_id=row.id, run_id=i) for i in ids)
     return row
 
 
@@ -51,19 +49,27 @@ def get(session: Session, bench_name: str, name: str, bench_id: int | None = Non
                                                   Baseline.name == name)).first()
 
 
-def move(session: Session, bench_name: str, name: str, run_ids: list[int]) -> Baseline:
+def get_or_404(session: Session, bench_name: str, name: str) -> Baseline:
     row = get(session, bench_name, name)
     if row is None:
-        raise not_found(f"baseline {name!r} of {bench_name}")
+        raise NotFound(f"baseline {name!r} of {bench_name} not found", "baseline")
+    return row
+
+
+def move(session: Session, bench_name: str, name: str, run_ids: list[int]) -> Baseline:
+    row = get_or_404(session, bench_name, name)
     ids = _check_runs(session, row.benchmark_id, run_ids)
     now = datetime.now(timezone.utc)
     session.add(BaselineHistory(baseline_id=row.id, run_ids=row.run_ids, valid_from=row.updated_at,
                                 valid_to=now))
-    session.execute(delete(BaselineRun).where(BaselineRun.baseline_id == row.id))
-    session.add_all(BaselineRun(baseline_id=row.id, run_id=i) for i in ids)
     row.run_ids, row.updated_at = ids, now
     session.flush()
     return row
+
+
+def delete(session: Session, bench_name: str, name: str) -> None:
+    session.delete(get_or_404(session, bench_name, name))
+    session.flush()
 
 
 def out(session: Session, row: Baseline) -> dict:
@@ -86,24 +92,16 @@ def list_all(session: Session, bench_name: str | None = None) -> list[Baseline]:
     return list(session.scalars(q))
 
 
-def resolve(session: Session, bench_name: str, ref: str, bench_id: int | None = None
-            ) -> tuple[list[int], str]:
-    """Baseline run ids by name, else by label, else by commit prefix. Returns (ids, how)."""
-    bench_id = bench_id if bench_id is not None else benchmark_id(session, bench_name)
-    if bench_id is None:
-        raise not_found(f"benchmark {bench_name!r}")
+def run_ids_of(session: Session, bench_id: int, name: str) -> list[int] | None:
     row = session.execute(select(Baseline.run_ids).where(Baseline.benchmark_id == bench_id,
-                                                         Baseline.name == ref)).first()
-    if row is not None:
-        return list(row[0]), "name"
-    ids = [r for (r,) in session.execute(select(Run.id).where(Run.benchmark_id == bench_id,
-                                                              Run.label == ref))]
-    if ids:
-        return sorted(ids), "label"
-    if len(ref) >= 4:
-        ids = [r for (r,) in session.execute(select(Run.id).where(
-            Run.benchmark_id == bench_id, Run.commit.startswith(ref, autoescape=True)))]
-        if ids:
-            return sorted(ids), "commit"
-    raise ApiError(404, "not_found", f"baseline {ref!r}: no baseline, label or commit of "
-                   f"{bench_name} by that name", "baseline")
+                                                         Baseline.name == name)).first()
+    return list(row[0]) if row is not None else None
+
+
+def newest(session: Session, bench_ids: list[int]) -> dict[int, Baseline]:
+    """The most recently updated baseline of each benchmark."""
+    out: dict[int, Baseline] = {}
+    for b in session.scalars(select(Baseline).where(Baseline.benchmark_id.in_(bench_ids))
+                             .order_by(Baseline.updated_at)):
+        out[b.benchmark_id] = b
+    return out

@@ -7,16 +7,15 @@ import statistics
 import weakref
 from datetime import datetime, timezone
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..errors import ApiError, not_found
-from ..models import Benchmark, MetricDef, Run, RunMetric, Sample, Series, TraceFile
-from ..registry import UNKNOWN_THRESHOLD_PCT, builtin
-from ..schemas import RunIn
+from collectors.metrics import UNKNOWN_THRESHOLD_PCT, lookup
 
-SPEC_FIELDS = set(RunIn.model_fields)
+from ..errors import Conflict, Invalid, NotFound
+from ..models import Baseline, Benchmark, MetricDef, Run, RunMetric, Sample, Series, TraceFile
+from ..schemas import RunIn
 
 
 def utc(dt: datetime | None) -> str | None:
@@ -50,7 +49,7 @@ def _get_or_create(session: Session, model, lookup: dict, create: dict):
         return session.scalars(select(model).filter_by(**lookup)).one()
 
 
-_IDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _cache(session: Session) -> dict:
@@ -91,7 +90,9 @@ def _benchmark_id(session: Session, name: str) -> int:
     if found is not None:  # only committed rows are cached, never one this transaction made
         cache[key] = found.id
         return found.id
-    return benchmark(session, name, create=True).id
+    created = benchmark(session, name, create=True)
+    assert created is not None
+    return created.id
 
 
 def _series_id(session: Session, bench_id: int, config: dict, hardware: dict) -> int:
@@ -117,29 +118,29 @@ def series_key(config: dict, hardware: dict) -> tuple[str, str, int]:
 def check_registry(session: Session, run: RunIn) -> dict[str, tuple[str, str]]:
     """Unit and direction per metric; refuses a known metric given another unit or direction."""
     cache = _cache(session)
-    names = [n for n in run.metrics if ("metric", n) not in cache and builtin(n) is None]
+    names = [n for n in run.metrics if ("metric", n) not in cache and lookup(n) is None]
     if names:
-        for m in session.scalars(select(MetricDef).where(MetricDef.name.in_(names))):
-            cache[("metric", m.name)] = (m.unit, m.direction)
+        for row in session.scalars(select(MetricDef).where(MetricDef.name.in_(names))):
+            cache[("metric", row.name)] = (row.unit, row.direction)
     known = {n: cache[("metric", n)] for n in run.metrics if ("metric", n) in cache}
     out = {}
     for name, m in run.metrics.items():
         ref = known.get(name)
-        if ref is None and (b := builtin(name)) is not None:
-            ref = (b.unit, b.direction)
+        if ref is None and (spec := lookup(name)) is not None:
+            ref = (spec.unit, spec.direction)
         if ref is not None:
             unit, direction = ref
             if m.direction is not None and m.direction != direction:
-                raise ApiError(422, "validation_error", f"metrics.{name}.direction: {name} is "
+                raise Invalid(f"metrics.{name}.direction: {name} is "
                                f"'{direction}' is better, not '{m.direction}'",
                                f"metrics.{name}.direction")
             if m.unit and unit and m.unit != unit:
-                raise ApiError(422, "validation_error", f"metrics.{name}.unit: {name} is measured "
+                raise Invalid(f"metrics.{name}.unit: {name} is measured "
                                f"in '{unit}', not '{m.unit}'", f"metrics.{name}.unit")
             out[name] = (unit or m.unit, direction)
         else:
             if m.direction is None:
-                raise ApiError(422, "validation_error", f"metrics.{name}.direction: unknown "
+                raise Invalid(f"metrics.{name}.direction: unknown "
                                "metric needs a direction ('higher' or 'lower' is better)",
                                f"metrics.{name}.direction")
             out[name] = (m.unit, m.direction)
@@ -149,7 +150,7 @@ def check_registry(session: Session, run: RunIn) -> dict[str, tuple[str, str]]:
 def _register_unknown(session: Session, defs: dict[str, tuple[str, str]]) -> None:
     cache = _cache(session)
     for name, (unit, direction) in defs.items():
-        if builtin(name) is None and ("metric", name) not in cache:  # cached once committed
+        if lookup(name) is None and ("metric", name) not in cache:  # cached once committed
             _get_or_create(session, MetricDef, {"name": name},
                            {"unit": unit, "direction": direction,
                             "threshold_pct": UNKNOWN_THRESHOLD_PCT, "exact": False, "gated": True,
@@ -184,7 +185,8 @@ def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
         created_at=now, idempotency_key=run.idempotency_key, body_sha256=digest,
         determinism=run.determinism, trace_summary=run.trace_summary, extra=extra,
     ).returning(Run.id)).scalar_one()  # a concurrent duplicate key fails here; caller retries
-    samples, stats = [], []
+    samples: list[dict] = []
+    stats: list[dict] = []
     for name, m in run.metrics.items():
         unit, direction = defs[name]
         vals = [float(v) for v in m.samples]
@@ -196,22 +198,22 @@ def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
                       "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
     # executemany with one cached statement (psycopg pipelines the rows; a multi-VALUES insert
     # would be compiled anew for every run size)
-    session.execute(Sample.__table__.insert(), samples)
-    session.execute(RunMetric.__table__.insert(), stats)
+    session.execute(insert(Sample), samples)
+    session.execute(insert(RunMetric), stats)
     return run_id, True
 
 
 def _same_or_conflict(prior: Run, digest: str) -> tuple[int, bool]:
     if prior.body_sha256 == digest:
         return prior.id, False
-    raise ApiError(409, "idempotency_conflict", "idempotency_key was already used with a "
-                   "different run body", "idempotency_key")
+    raise Conflict("idempotency_key was already used with a different run body",
+                   "idempotency_key", code="idempotency_conflict")
 
 
 def get_run(session: Session, run_id: int) -> Run:
     row = session.get(Run, run_id)
     if row is None:
-        raise not_found(f"run {run_id}")
+        raise NotFound(f"run {run_id}")
     return row
 
 
@@ -249,14 +251,23 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
 
 def filter_runs(q, label: str | None = None, branch: str | None = None, commit: str | None = None,
                 series_id: int | None = None, since: datetime | None = None,
-                until: datetime | None = None):
-    """The run filters the API and the dashboard share (None or empty: no filter)."""
+                until: datetime | None = None, history_branch: str | None = None,
+                run_ids: list[int] | None = None):
+    """The run filters the API, the dashboard and the history share (None or empty: no filter).
+
+    `history_branch` selects one branch's history: runs of that branch that belong to no pull
+    request (runs that name no branch count as the default branch's, as collectors without git
+    metadata write them)."""
     if label:
         q = q.where(Run.label == label)
     if branch:
         q = q.where(Run.branch == branch)
+    if history_branch:
+        q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)))
     if commit:
         q = q.where(Run.commit.startswith(commit, autoescape=True))
+    if run_ids is not None:
+        q = q.where(Run.id.in_(run_ids))
     if series_id is not None:
         q = q.where(Run.series_id == series_id)
     if since is not None:
@@ -284,3 +295,106 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
     rows = session.scalars(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)
                            .offset(offset)).all()
     return list(rows), int(count)
+
+
+# --- reads for the use cases: each gathers one kind of row for many runs in one query ---
+
+def run_keys(session: Session, ids: list[int]) -> dict[int, tuple[int, int, str]]:
+    """id -> (benchmark_id, series_id, body_sha256)."""
+    if not ids:
+        return {}
+    rows = session.execute(select(Run.id, Run.benchmark_id, Run.series_id, Run.body_sha256)
+                           .where(Run.id.in_(ids)))
+    return {r.id: (r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
+
+
+def series_rows(session: Session, ids: set[int]) -> dict[int, Series]:
+    if not ids:
+        return {}
+    return {s.id: s for s in session.scalars(select(Series).where(Series.id.in_(ids)))}
+
+
+def metric_names(session: Session, run_ids: list[int]) -> list[str]:
+    return sorted({m for (m,) in session.execute(
+        select(RunMetric.metric).where(RunMetric.run_id.in_(run_ids)))})
+
+
+def registered_metrics(session: Session, names: list[str]) -> dict[str, MetricDef]:
+    """Registry rows of metrics the registry module does not know (registered at ingest)."""
+    unknown = [n for n in names if lookup(n) is None]
+    if not unknown:
+        return {}
+    return {m.name: m for m in session.scalars(select(MetricDef).where(MetricDef.name.in_(unknown)))}
+
+
+def runs_by_id(session: Session, ids: list[int]) -> dict[int, Run]:
+    if not ids:
+        return {}
+    return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(ids)))}
+
+
+def traces_of(session: Session, run_ids: list[int]) -> list[TraceFile]:
+    if not run_ids:
+        return []
+    return list(session.scalars(select(TraceFile).where(TraceFile.run_id.in_(run_ids))
+                                .order_by(TraceFile.id)))
+
+
+def ids_where(session: Session, bench_id: int, label: str | None = None,
+              commit: str | None = None) -> list[int]:
+    q = select(Run.id).where(Run.benchmark_id == bench_id)
+    q = filter_runs(q, label=label, commit=commit)
+    return sorted(r for (r,) in session.execute(q))
+
+
+def history_rows(session: Session, bench_id: int, metric: str, limit: int, **filters):
+    """Per run (newest first): id, series, time, commit, label, branch, body hash and the
+    metric's n/mean/median/stdev (indexed query on run_metrics; samples are not read)."""
+    q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
+                Run.body_sha256, RunMetric.n, RunMetric.mean, RunMetric.median, RunMetric.stdev)
+         .join(RunMetric, RunMetric.run_id == Run.id)
+         .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
+    q = filter_runs(q, **filters)
+    return session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
+
+
+def unit_of(session: Session, bench_id: int, metric: str) -> str:
+    return session.scalar(select(RunMetric.unit).join(Run, Run.id == RunMetric.run_id)
+                          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric)
+                          .limit(1)) or ""
+
+
+def recent_runs(session: Session, bench_id: int, limit: int) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.benchmark_id == bench_id)
+                                .order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)))
+
+
+def benchmark_overview(session: Session) -> list[tuple[Benchmark, int, datetime | None]]:
+    """Every benchmark with its run count and newest run time, newest first (one query)."""
+    rows = session.execute(select(Benchmark, func.count(Run.id), func.max(Run.started_at))
+                           .join(Run, Run.benchmark_id == Benchmark.id, isouter=True)
+                           .group_by(Benchmark.id)).all()
+    return sorted(((b, int(c), t) for b, c, t in rows),
+                  key=lambda x: (x[2] is not None, x[2] or datetime.min), reverse=True)
+
+
+def latest_run_in_series(session: Session, bench_id: int, series_ids: set[int],
+                         history_branch: str | None = None) -> Run | None:
+    if not series_ids:
+        return None
+    q = select(Run).where(Run.benchmark_id == bench_id, Run.series_id.in_(series_ids))
+    q = filter_runs(q, history_branch=history_branch)
+    return session.scalars(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(1)).first()
+
+
+def delete_run(session: Session, run_id: int) -> None:
+    session.execute(delete(Run).where(Run.id == run_id))
+
+
+def baselines_holding(session: Session, run_id: int) -> list[str]:
+    return [b.name for b in session.scalars(select(Baseline)) if run_id in (b.run_ids or [])]
+
+
+def trace_with_sha(session: Session, sha: str) -> bool:
+    return session.scalars(select(TraceFile.id).where(TraceFile.sha256 == sha).limit(1)).first() \
+        is not None

@@ -6,10 +6,22 @@ import re
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat,
-                      StrictInt, field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+
+from ..errors import Invalid
 
 NAME_MAX = 200
+FIXED_SERIES_KEYS = ("gpu", "gpu_count")  # part of every series' identity; never varied
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 OptName = Annotated[str | None, Field(default=None, max_length=NAME_MAX)]
 METRIC_NAME = re.compile(r"^[A-Za-z0-9_.:/\-]+$")
@@ -90,7 +102,7 @@ class RunIn(BaseModel):
         return v.astimezone(timezone.utc)
 
     @model_validator(mode="after")
-    def _determinism(self) -> "RunIn":
+    def _determinism(self) -> RunIn:
         d = self.determinism
         if d is not None:
             rep, ide = d.get("repeats"), d.get("identical")
@@ -189,7 +201,19 @@ class GateIn(BaseModel):
     baseline: Name
     run_ids: Annotated[list[RunId], Field(min_length=1, max_length=1000)]
     metrics: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = None
-    thresholds: dict[Annotated[str, Field(max_length=NAME_MAX)], Annotated[float, Field(ge=0, le=1000)]] | None = None
+    thresholds: dict[Annotated[str, Field(max_length=NAME_MAX)],
+                     Annotated[float, Field(ge=0, le=1000)]] | None = None
+    vary: Annotated[list[Annotated[str, Field(min_length=1, max_length=NAME_MAX)]],
+                    Field(max_length=50)] | None = None
+
+    @field_validator("vary")
+    @classmethod
+    def _vary(cls, v: list[str] | None) -> list[str] | None:
+        for key in v or []:
+            if key in FIXED_SERIES_KEYS:
+                raise ValueError(f"{key!r} can never be varied: series never mix GPU models or "
+                                 "counts")
+        return v
 
 
 class SideStats(BaseModel):
@@ -211,6 +235,8 @@ class MetricVerdict(BaseModel):
     delta_pct: float | None
     ci_low_pct: float | None
     ci_high_pct: float | None
+    bound_pct: float | None = Field(None, description="one-sided 95% bound on the worse side "
+                                    "(the worse end of the 90% two-sided interval)")
     p_value: float | None
     p_adjusted: float | None = None
     threshold_pct: float
@@ -227,7 +253,111 @@ class GateOut(BaseModel):
     candidate_run_ids: list[int]
     correction: str
     alpha: float
+    vary: list[str] = []
     metrics: list[MetricVerdict]
+
+
+class RunBrief(BaseModel):
+    id: int
+    commit: str | None
+    branch: str | None
+    label: str | None
+    started_at: str | None
+    hardware: dict[str, Any]
+    config: dict[str, Any]
+    determinism: dict[str, Any] | None
+
+
+class RunSamples(BaseModel):
+    run_id: int
+    samples: list[float]
+
+
+class Distribution(BaseModel):
+    metric: str
+    series: dict[str, Any]
+    baseline: list[RunSamples]
+    candidate: list[RunSamples]
+
+
+class TraceBrief(BaseModel):
+    id: int
+    filename: str
+    sha256: str
+
+
+class CompareOut(GateOut):
+    """The gate's answer with what a reviewer wants beside it (dashboard and PR comment)."""
+
+    distributions: list[Distribution]
+    trace_diff: dict[str, Any] | None
+    traces: dict[int, list[TraceBrief]]
+    baseline_runs: list[RunBrief]
+    candidate_runs: list[RunBrief]
+
+
+class ChangePointOut(BaseModel):
+    index: int
+    before_mean: float
+    after_mean: float
+    delta_pct: float
+    run_id: int
+    started_at: str | None
+    commit: str | None
+
+
+class SeriesChangePoints(BaseModel):
+    series_id: int
+    config: dict[str, Any]
+    gpu: str
+    gpu_count: int
+    change_points: list[ChangePointOut]
+
+
+class ChangePointsOut(BaseModel):
+    benchmark: str
+    metric: str
+    branch: str
+    series: list[SeriesChangePoints]
+
+
+class NoiseRow(BaseModel):
+    series_id: int
+    config: dict[str, Any]
+    gpu: str
+    runs: int
+    trials_per_run: int
+    mean: float | None
+    run_to_run_cv_pct: float | None
+    trial_cv_pct: float | None
+    block_cv_pct: float | None
+    min_detectable_pct: float | None
+    min_detectable_pct_pooled: float | None
+
+
+class NoiseOut(BaseModel):
+    benchmark: str
+    metric: str
+    branch: str | None
+    baseline: str | None
+    series: list[NoiseRow]
+
+
+class BenchmarkSummary(BaseModel):
+    name: str
+    runs: int
+    latest: str | None
+    default_branch: str
+
+
+class BenchmarkList(BaseModel):
+    data: list[BenchmarkSummary]
+    count: int
+
+
+class BenchmarkPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    default_branch: Name
 
 
 class TraceOut(BaseModel):
@@ -249,3 +379,19 @@ class ErrorBody(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorBody
+
+
+def parse_run_ids(text: str) -> list[int]:
+    """`run_ids=1,2,3` of the compare view (API and dashboard)."""
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise Invalid("run_ids: expected comma-separated run ids", "run_ids") from None
+    if not ids or len(ids) > 1000 or any(i < 1 or i > 2**31 - 1 for i in ids):
+        raise Invalid("run_ids: expected 1 to 1000 run ids", "run_ids")
+    return ids
+
+
+def parse_vary(text: str | None) -> list[str] | None:
+    """`vary=a,b` of the compare view."""
+    return [k.strip() for k in text.split(",") if k.strip()] if text else None

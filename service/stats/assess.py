@@ -1,159 +1,234 @@
-"""One metric of one series: baseline runs vs candidate runs -> change, interval, p-value, verdict.
+"""One metric of one series: baseline runs against candidate runs. Pure: numpy/scipy in,
+dataclasses out.
 
-Runs are the statistical unit with trials nested in them (README, "How the gate decides"):
+One estimator for everything reported (spec/api.md v1.1, "Gate"): the relative difference of the
+means of run means, `delta_pct = 100 * (mean(candidate run means) - mean(baseline run means)) /
+mean(baseline run means)`. Its 95% interval, its one-sided 95% bound on the worse side and its
+p-value all come from the same t statistic, so the interval excludes 0 exactly when p < 0.05.
 
-- baseline with >= 3 runs: run-level test. Each run is summarized by its mean; the spread of
-  baseline run means is the noise (floored by the within-run trial noise, so three lucky runs
-  cannot make the gate overconfident). One candidate run is judged against a prediction interval
-  (t with k-1 df, sd * sqrt(1 + 1/k)); several candidate runs with Welch's t-test on run means.
-- baseline with 1-2 runs: run-to-run spread is unknown; Welch's t-test on the trials, said so
-  in the reason.
-- fewer than 3 samples on a side: inconclusive.
-- exact metrics (KV capacity): compared exactly, no statistics.
+Runs are the unit, with trials nested in them:
+- baseline with >= 3 runs: the spread of baseline run means is the run-to-run noise, floored by
+  the within-run noise of a run mean (so three lucky runs cannot make the gate overconfident).
+  One candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's
+  t on run means (Welch-Satterthwaite df).
+- baseline with 1-2 runs: the run-to-run spread is unknown; Welch's t on the trials gives the
+  interval, said in `method`, and such a comparison can never `pass` (decide()).
+- fewer than 3 samples on a side: no test.
+- exact metrics (KV-cache capacity): compared exactly, no statistics.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-Z_POWER = 0.8416  # one-sided z for 80% power
+MAX_MORE_RUNS = 50  # what `inconclusive` may ask for; past it, say what bound would be reached
 
 
-@dataclass
+@dataclass(frozen=True)
+class Side:
+    """One side's summary: `mean` is the mean of run means (the estimator's), `median` and
+    `stdev` are over all trials."""
+
+    runs: int
+    n: int
+    mean: float | None
+    median: float | None
+    stdev: float | None
+
+
+@dataclass(frozen=True)
 class Assessment:
-    baseline: dict
-    candidate: dict
+    baseline: Side
+    candidate: Side
     delta_pct: float | None
     ci_low_pct: float | None
     ci_high_pct: float | None
-    p_value: float | None
+    bound_pct: float | None  # one-sided 95% bound on the worse side (worse end of the 90% CI)
+    p_value: float | None  # two-sided, unadjusted, H0: no difference
     method: str
-    reason: str  # filled in finally by `decide`
-    worse: bool | None = None
+    higher_is_better: bool
+    note: str = ""  # why there is no test, or what limits this one
     exact_verdict: str | None = None
-    need_more: str | None = None
     se_pct: float | None = None
     df: float | None = None
+    k_runs: int = 0
+    m_runs: int = 0
+    sd_base_pct: float | None = None  # run-to-run sd used for the baseline, percent of its mean
+    sd_cand_pct: float | None = None
+    runs_known: bool = True  # False when the run-to-run spread is unknown (1-2 baseline runs)
+
+    @property
+    def worse(self) -> bool | None:
+        if self.delta_pct is None:
+            return None
+        return self.delta_pct < 0 if self.higher_is_better else self.delta_pct > 0
 
 
-def side(runs: list[list[float]]) -> dict:
+def side(runs: Sequence[Sequence[float]]) -> Side:
     vals = [v for r in runs for v in r]
     if not vals:
-        return {"runs": 0, "n": 0, "mean": None, "median": None, "stdev": None}
-    a = np.asarray(vals)
-    return {"runs": len(runs), "n": int(a.size), "mean": float(a.mean()),
-            "median": float(np.median(a)), "stdev": float(a.std(ddof=1)) if a.size > 1 else None}
+        return Side(0, 0, None, None, None)
+    a = np.asarray(vals, dtype=float)
+    means = [float(np.mean(r)) for r in runs if len(r)]
+    return Side(len(runs), int(a.size), float(np.mean(means)), float(np.median(a)),
+                float(a.std(ddof=1)) if a.size > 1 else None)
 
 
-def _fmt(v: float) -> str:
+def fmt_value(v: float) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
 
 
-def assess(base: list[list[float]], cand: list[list[float]], direction: str, exact: bool,
-           alpha: float = 0.05, threshold_pct: float = 0.5) -> Assessment:
+def _exact(b: Side, c: Side, base, cand, higher: bool) -> Assessment:
+    pick = min if higher else max  # the worst value of each side
+    bv = pick(v for r in base for v in r)
+    cv = pick(v for r in cand for v in r)
+    delta = 100.0 * (cv - bv) / bv if bv else None
+    if cv == bv:
+        verdict, note = "pass", f"unchanged at {fmt_value(bv)}"
+    elif (cv < bv) == higher:
+        verdict = "regression"
+        note = f"{'dropped' if higher else 'rose'} from {fmt_value(bv)} to {fmt_value(cv)} ({cv - bv:+,.0f})"
+    else:
+        verdict = "improvement"
+        note = f"{'rose' if higher else 'dropped'} from {fmt_value(bv)} to {fmt_value(cv)} ({cv - bv:+,.0f})"
+    return Assessment(b, c, delta, delta, delta, delta, None, "exact", higher, note,
+                      exact_verdict=verdict, k_runs=b.runs, m_runs=c.runs)
+
+
+def _welch_df(vb: float, vc: float, nb: int, nc: int) -> float:
+    """Welch-Satterthwaite degrees of freedom (variances of the two means)."""
+    denom = (vb ** 2 / (nb - 1) if nb > 1 else 0.0) + (vc ** 2 / (nc - 1) if nc > 1 else 0.0)
+    if vb + vc <= 0 or denom <= 0:
+        return float(nb + nc - 2)
+    return (vb + vc) ** 2 / denom
+
+
+def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], direction: str,
+           exact: bool = False) -> Assessment:
+    """Baseline runs vs candidate runs (each run a list of its trials) for one metric."""
     b, c = side(base), side(cand)
     higher = direction == "higher"
-    if exact:
-        bv = min(v for r in base for v in r) if higher else max(v for r in base for v in r)
-        cv = min(v for r in cand for v in r) if higher else max(v for r in cand for v in r)
-        delta = 100.0 * (cv - bv) / bv if bv else None
-        if cv == bv:
-            verdict, reason = "pass", f"unchanged at {_fmt(bv)}"
-        elif (cv < bv) == higher:
-            verdict, reason = "regression", f"{'dropped' if higher else 'rose'} from {_fmt(bv)} to " \
-                                             f"{_fmt(cv)} ({cv - bv:+,.0f})"
-        else:
-            verdict, reason = "improvement", f"{'rose' if higher else 'dropped'} from {_fmt(bv)} " \
-                                              f"to {_fmt(cv)} ({cv - bv:+,.0f})"
-        return Assessment(b, c, delta, delta, delta, None, "exact", reason,
-                          worse=verdict == "regression", exact_verdict=verdict)
-    if b["n"] < 3 or c["n"] < 3:
-        short = [f"{name} has {s['n']}" for name, s in (("baseline", b), ("candidate", c))
-                 if s["n"] < 3]
-        return Assessment(b, c, _delta(b, c), None, None, None, "none",
-                          f"fewer than three samples on a side ({', '.join(short)}); "
-                          f"collect at least {3 - min(b['n'], c['n'])} more trial(s)")
-    delta = _delta(b, c)
-    if delta is None:
-        return Assessment(b, c, None, None, None, None, "none", "baseline median is zero")
-    base_center = b["median"]
     k, m = len(base), len(cand)
-    bmeans = np.array([np.mean(r) for r in base])
-    cmeans = np.array([np.mean(r) for r in cand])
-    if k >= 3:
-        within = [np.var(r, ddof=1) / len(r) for r in base + cand if len(r) > 1]
-        s_runs = float(bmeans.std(ddof=1))
-        s_floor = math.sqrt(float(np.mean(within))) if within else 0.0
-        s_b = max(s_runs, s_floor)
-        diff = float(cmeans.mean() - bmeans.mean())
+    if exact:
+        return _exact(b, c, base, cand, higher)
+    if b.n < 3 or c.n < 3:
+        short = [f"{name} has {s.n}" for name, s in (("baseline", b), ("candidate", c)) if s.n < 3]
+        return Assessment(b, c, None, None, None, None, None, "none", higher,
+                          f"fewer than three samples on a side ({', '.join(short)}); collect at "
+                          f"least {3 - min(b.n, c.n)} more trial(s)", k_runs=k, m_runs=m)
+    assert b.mean is not None and c.mean is not None
+    if b.mean == 0:
+        return Assessment(b, c, None, None, None, None, None, "none", higher,
+                          "the baseline mean is zero", k_runs=k, m_runs=m)
+    center = abs(b.mean)
+    diff = c.mean - b.mean
+    bmeans = np.array([np.mean(r) for r in base], dtype=float)
+    cmeans = np.array([np.mean(r) for r in cand], dtype=float)
+    runs_known = k >= 3
+    sd_b = sd_c = None
+    if runs_known:
+        # the noise of one run mean: run-to-run spread, floored by the trial noise of a run mean
+        within = [np.var(r, ddof=1) / len(r) for r in list(base) + list(cand) if len(r) > 1]
+        floor = math.sqrt(float(np.mean(within))) if within else 0.0
+        sd_b = max(float(bmeans.std(ddof=1)), floor)
         if m == 1:
-            se = s_b * math.sqrt(1 + 1 / k)
-            df = k - 1
-            method = f"prediction interval from {k} baseline runs (t, {df} df)"
+            sd_c = sd_b
+            se = sd_b * math.sqrt(1 + 1 / k)
+            df = float(k - 1)
+            method = f"prediction interval from {k} baseline runs (t, {k - 1} df)"
         else:
-            s_c = max(float(cmeans.std(ddof=1)), s_floor)
-            vb, vc = s_b ** 2 / k, s_c ** 2 / m
+            sd_c = max(float(cmeans.std(ddof=1)), floor)
+            vb, vc = sd_b ** 2 / k, sd_c ** 2 / m
             se = math.sqrt(vb + vc)
-            df = (vb + vc) ** 2 / ((vb ** 2 / (k - 1)) + (vc ** 2 / (m - 1))) if vb + vc > 0 else k + m - 2
+            df = _welch_df(vb, vc, k, m)
             method = f"Welch t-test on run means ({k} vs {m} runs)"
     else:
-        ba = np.array([v for r in base for v in r])
-        ca = np.array([v for r in cand for v in r])
+        ba = np.array([v for r in base for v in r], dtype=float)
+        ca = np.array([v for r in cand for v in r], dtype=float)
         vb, vc = ba.var(ddof=1) / ba.size, ca.var(ddof=1) / ca.size
         se = math.sqrt(vb + vc)
-        df = (vb + vc) ** 2 / ((vb ** 2 / (ba.size - 1)) + (vc ** 2 / (ca.size - 1))) if vb + vc > 0 \
-            else ba.size + ca.size - 2
-        diff = float(ca.mean() - ba.mean())
+        df = _welch_df(vb, vc, ba.size, ca.size)
         method = (f"Welch t-test on trials (baseline has {k} run{'s' if k > 1 else ''}: "
                   "run-to-run spread unknown)")
+    delta = 100.0 * diff / center
+    se_pct = 100.0 * se / center
     if se == 0:
         p = 0.0 if diff != 0 else 1.0
-        half = 0.0
+        half95 = half90 = 0.0
     else:
         p = float(2 * stats.t.sf(abs(diff) / se, df))
-        half = float(stats.t.ppf(1 - alpha / 2, df) * se)
-    half_pct = 100.0 * half / abs(base_center)
-    a = Assessment(b, c, delta, delta - half_pct, delta + half_pct, p, method, "",
-                   worse=(delta < 0) if higher else (delta > 0))
-    a.se_pct = 100.0 * se / abs(base_center)
-    a.df = df
-    # how much more data would resolve a change of the threshold's size
-    if threshold_pct > 0 and a.se_pct > 0:
-        if k >= 3:
-            sd_pct = a.se_pct / math.sqrt(1 + 1 / k) if m == 1 else a.se_pct * math.sqrt(k * m / (k + m))
-            z = stats.norm.ppf(1 - alpha / 2) + Z_POWER
-            need = math.ceil((z * sd_pct * math.sqrt(2) / threshold_pct) ** 2)
-            a.need_more = f"about {max(1, need - min(k, m))} more run(s) per side"
-        else:
-            a.need_more = f"at least {3 - k} more baseline run(s) (separate processes)"
-    return a
+        half95 = float(stats.t.ppf(0.975, df)) * se_pct
+        half90 = float(stats.t.ppf(0.95, df)) * se_pct
+    bound = delta - half90 if higher else delta + half90
+    return Assessment(b, c, delta, delta - half95, delta + half95, bound, p, method, higher,
+                      se_pct=se_pct, df=df, k_runs=k, m_runs=m,
+                      sd_base_pct=100.0 * sd_b / center if sd_b is not None else None,
+                      sd_cand_pct=100.0 * sd_c / center if sd_c is not None else None,
+                      runs_known=runs_known)
 
 
-def _delta(b: dict, c: dict) -> float | None:
-    if b["median"] in (None, 0) or c["median"] is None:
-        return None
-    return 100.0 * (c["median"] - b["median"]) / b["median"]
+def _se_after(a: Assessment, more: int) -> float:
+    """The standard error (percent) with `more` further runs on each side, the spreads held."""
+    assert a.sd_base_pct is not None and a.sd_cand_pct is not None
+    return math.sqrt(a.sd_base_pct ** 2 / (a.k_runs + more) + a.sd_cand_pct ** 2 / (a.m_runs + more))
 
 
-def decide(a: Assessment, threshold_pct: float, p_adj: float | None, alpha: float) -> tuple[str, str]:
+def runs_to_settle(a: Assessment, threshold_pct: float, alpha: float = 0.05) -> str:
+    """What would settle an inconclusive comparison, if the estimate held: the number of further
+    runs per side for the bound to come within the threshold (small change) or for the change
+    to become significant (large change). Never more than MAX_MORE_RUNS: past that it says which
+    bound that many runs would reach."""
+    if not a.runs_known or a.sd_base_pct is None or a.delta_pct is None:
+        return f"at least {max(1, 3 - a.k_runs)} more baseline run(s) (separate processes)"
+    worse_by = -a.delta_pct if a.higher_is_better else a.delta_pct  # > 0: in the worse direction
+    z90, z95 = stats.norm.ppf(1 - alpha), stats.norm.ppf(1 - alpha / 2)
+    if abs(a.delta_pct) <= threshold_pct:
+        room = threshold_pct - worse_by  # > 0 since the change is within the threshold
+        for more in range(1, MAX_MORE_RUNS + 1):
+            if z90 * _se_after(a, more) <= room:
+                return f"about {more} more run(s) per side would bring the bound within " \
+                       f"{threshold_pct:g}% if the change stays at {a.delta_pct:+.2f}%"
+        reach = a.delta_pct + (-1 if a.higher_is_better else 1) * z90 * _se_after(a, MAX_MORE_RUNS)
+        return (f"even {MAX_MORE_RUNS} more runs per side would bring the bound only to "
+                f"{reach:+.2f}% (threshold {threshold_pct:g}%): reduce the run-to-run noise")
+    for more in range(1, MAX_MORE_RUNS + 1):
+        if z95 * _se_after(a, more) <= abs(a.delta_pct):
+            return f"about {more} more run(s) per side would make a {a.delta_pct:+.2f}% change " \
+                   "significant"
+    return (f"even {MAX_MORE_RUNS} more runs per side would leave a 95% half-width of "
+            f"{z95 * _se_after(a, MAX_MORE_RUNS):.2f}%: reduce the run-to-run noise")
+
+
+def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
+           alpha: float = 0.05) -> tuple[str, str]:
+    """(verdict, reason), in the order of spec/api.md: regression, improvement, pass
+    (non-inferiority: the worse-side bound within the threshold), inconclusive."""
     if a.exact_verdict:
-        return a.exact_verdict, a.reason
-    if a.delta_pct is None or a.p_value is None:
-        return "inconclusive", a.reason
-    beyond = abs(a.delta_pct) > threshold_pct
-    sig = p_adj is not None and p_adj < alpha
+        return a.exact_verdict, a.note
+    if a.delta_pct is None or a.p_value is None or a.bound_pct is None:
+        return "inconclusive", a.note
     change = f"{a.delta_pct:+.2f}% (95% CI {a.ci_low_pct:+.2f}% to {a.ci_high_pct:+.2f}%)"
-    if not beyond:
-        wide = max(abs(a.ci_low_pct), abs(a.ci_high_pct)) > threshold_pct  # type: ignore[arg-type]
-        return "pass", (f"{change} is within the {threshold_pct:g}% threshold"
-                        + (f"; the interval reaches past it ({a.need_more} would sharpen it)"
-                           if wide and a.need_more else ""))
-    if sig:
+    beyond = abs(a.delta_pct) > threshold_pct
+    significant = p_adjusted is not None and p_adjusted < alpha
+    if beyond and significant:
         kind = "regression" if a.worse else "improvement"
-        return kind, f"{change} is past the {threshold_pct:g}% threshold and significant " \
-                     f"(adjusted p={p_adj:.2g})"
-    return "inconclusive", (f"{change} is past the {threshold_pct:g}% threshold but not significant "
-                            f"(adjusted p={p_adj:.2g}); {a.need_more or 'more runs'} would settle it")
+        return kind, (f"{change} is past the {threshold_pct:g}% threshold and significant "
+                      f"(adjusted p={p_adjusted:.2g})")
+    within_bound = a.bound_pct >= -threshold_pct if a.higher_is_better else a.bound_pct <= threshold_pct
+    if within_bound and a.runs_known:
+        return "pass", (f"{change}; the one-sided 95% bound {a.bound_pct:+.2f}% rules out a "
+                        f"regression of {threshold_pct:g}%")
+    settle = runs_to_settle(a, threshold_pct, alpha)
+    if not a.runs_known:
+        why = "the baseline's run-to-run spread is unknown (fewer than 3 runs)"
+    elif beyond:
+        why = (f"past the {threshold_pct:g}% threshold but not significant "
+               f"(adjusted p={p_adjusted:.2g})" if p_adjusted is not None else "not tested")
+    else:
+        why = (f"the one-sided 95% bound {a.bound_pct:+.2f}% does not rule out a regression of "
+               f"{threshold_pct:g}%")
+    return "inconclusive", f"{change}: {why}; {settle}"

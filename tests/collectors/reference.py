@@ -80,11 +80,11 @@ def analyze(ops, calls, ranges, regex="decode_step", min_gap_us=10.0):
                 break
     used = sorted(set(op_step.values()))
     busy = {}
-    for i, j in op_step.items():
+    for i in op_step:
         o = ops[i]
         busy[(o[2], o[3])] = busy.get((o[2], o[3]), 0) + (o[1] - o[0])
     main = {}
-    for (d, s), t in sorted(busy.items(), key=lambda x: (-x[1], x[0][1])):
+    for (d, s), _busy in sorted(busy.items(), key=lambda x: (-x[1], x[0][1])):
         main.setdefault(d, s)
     aux = {(d, s) for (d, s) in busy if main[d] != s}
     n = len(used)

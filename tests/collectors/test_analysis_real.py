@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from collectors.traces import Options, TraceError, analyze_files
-from tests.conftest import DATA, H200
 from tests.collectors import reference
+from tests.conftest import DATA, H200
 
 KEYS = ("steps", "aux_gap_count", "aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us",
         "aux_bubble_count", "aux_idle_per_step_us", "aux_busy_per_step_us",

@@ -1,7 +1,6 @@
 """Readers for real engine outputs: vllm bench serve/latency/throughput JSON, vLLM and SGLang logs."""
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest

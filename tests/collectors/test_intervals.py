@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectors.traces import analyze_files
 from collectors.traces import intervals as iv

@@ -8,7 +8,7 @@ from collectors.traces.analysis import analyze, project, stream_roles
 from collectors.traces.diff import diff_summaries
 from collectors.traces.load import load_trace
 from collectors.traces.ordering import check_ordering
-from tests.conftest import DATA, H200
+from tests.conftest import DATA
 
 
 def test_ordering_reports_overlap_and_wait_edges():

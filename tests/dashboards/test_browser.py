@@ -18,7 +18,7 @@ def seeded(settings):
         pytest.skip("the browser suite runs once, on SQLite")
     from service.seed import seed
 
-    assert seed(settings, H200) == 68
+    assert seed(settings, H200) == 92  # 68 + the 24 runs of the A/B experiment
     return settings
 
 
@@ -55,8 +55,8 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     url, app = live_server
     page, errors = _open(browser, url + "/", "index")
     rows = page.locator("#benchmarks tr").count()
-    assert rows == 3  # header + moe-decode + moe-decode-noise
-    assert page.locator("#benchmarks").inner_text().count("moe-decode") == 2
+    assert rows == 4  # header + moe-decode + moe-decode-noise + moe-decode-ab
+    assert page.locator("#benchmarks").inner_text().count("moe-decode") == 3
     assert not errors
 
     page, errors = _open(browser, url + "/benchmarks/moe-decode-noise", "benchmark")

@@ -170,10 +170,9 @@ def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
 
 def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
     from fastapi.testclient import TestClient
+    from pydantic import SecretStr
 
     from service.main import create_app
-
-    from pydantic import SecretStr
 
     settings.github_token = SecretStr(TOKEN)
     settings.github_api_url = gh.url

@@ -103,8 +103,10 @@ def test_inconclusive_cases(client):
 
 
 def test_kv_capacity_compares_exactly(client):
+    n = iter(range(100))  # distinct start times: identical records would count as one run
     mk = lambda kv: minimal_run(metrics={"kv_capacity_tokens": {"samples": [kv]},  # noqa: E731
-                                         "tok_s": {"samples": [100, 100.1, 99.9]}})
+                                         "tok_s": {"samples": [100, 100.1, 99.9]}},
+                                started_at=f"2026-11-01T00:{next(n):02d}:00Z")
     ids = [client.post("/api/v1/runs", json=mk(578368)).json()["id"] for _ in range(3)]
     client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids})
     same = client.post("/api/v1/runs", json=mk(578368)).json()["id"]
@@ -117,18 +119,39 @@ def test_kv_capacity_compares_exactly(client):
     assert g["verdict"] == "fail" and kv["verdict"] == "regression" and "-16" in kv["reason"]
 
 
-def test_baselines_by_label_commit_and_moves(client):
-    a = [client.post("/api/v1/runs", json=minimal_run(label="v17", commit="deadbeef1")).json()["id"] for _ in range(3)]
-    c = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
-    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v17", "run_ids": [c]}).json()["baseline_run_ids"] == a
-    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "deadbeef", "run_ids": [c]}).json()["baseline_run_ids"] == a
-    assert client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "nope", "run_ids": [c]}).status_code == 404
+def test_baseline_references_are_explicit_and_moves_keep_history(client):
+    a = [client.post("/api/v1/runs", json=minimal_run(label="v17", commit="deadbeef1",
+                                                      started_at=f"2026-11-01T0{i}:00:00Z")).json()["id"]
+         for i in range(3)]
+    c = client.post("/api/v1/runs", json=minimal_run(label="pr-150")).json()["id"]
+
+    def gate(ref):
+        return client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": ref,
+                                                 "run_ids": [c]})
+
+    assert gate("label:v17").json()["baseline_run_ids"] == a
+    assert gate("commit:deadbeef").json()["baseline_run_ids"] == a
+    assert gate(f"runs:{a[0]},{a[2]}").json()["baseline_run_ids"] == [a[0], a[2]]
+    # a plain string is a name and nothing else: never a silent fall-back to a label or commit
+    for ref in ("v17", "pr-150", "deadbeef", "nope"):
+        r = gate(ref)
+        assert r.status_code == 404 and r.json()["error"]["field"] == "baseline", ref
+    assert gate("commit:dead").status_code == 422  # shorter than 7
+    assert gate("label:nope").status_code == 404
+    assert gate("runs:999999").status_code == 404
     assert client.post("/api/v1/baselines", json={"name": "rel", "benchmark": "bench-a", "run_ids": a[:2]}).status_code == 201
+    assert gate("rel").json()["baseline_run_ids"] == a[:2]
     assert client.post("/api/v1/baselines", json={"name": "rel", "benchmark": "bench-a", "run_ids": a}).status_code == 409
     assert client.post("/api/v1/baselines", json={"name": "x", "benchmark": "bench-a", "run_ids": [9999]}).status_code == 422
     moved = client.put("/api/v1/baselines/bench-a/rel", json={"run_ids": [a[2]]}).json()
     assert moved["run_ids"] == [a[2]] and moved["history"][0]["run_ids"] == a[:2]
     assert client.get("/api/v1/baselines?benchmark=bench-a").json()["count"] == 1
+    one = client.get("/api/v1/baselines/bench-a/rel")
+    assert one.status_code == 200 and one.json()["run_ids"] == [a[2]]
+    assert client.delete("/api/v1/baselines/bench-a/rel").status_code == 204
+    assert client.get("/api/v1/baselines/bench-a/rel").status_code == 404
+    assert client.delete("/api/v1/baselines/bench-a/rel").status_code == 404
+    assert gate("rel").status_code == 404
 
 
 def test_changepoints_and_noise(client):

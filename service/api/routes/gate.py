@@ -1,69 +1,47 @@
-"""The gate, the compare view's data, change points, noise and the benchmark list."""
+"""The gate, the compare view's data, change points and noise."""
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ...errors import ApiError
-from ...models import Benchmark, Run
-from ...repositories.runs import utc
-from ...schemas import GateIn, GateOut
-from ...stats.compare import compare
-from ...stats.gate import run_gate
-from ...stats.history import changepoints, noise
-from ..deps import db, require_read
-from .runs import ERRORS
+from ...schemas import ChangePointsOut, CompareOut, GateIn, GateOut, NoiseOut, parse_run_ids, parse_vary
+from ...usecases import history, verdicts
+from ..deps import ERRORS, db, require_read
 
 router = APIRouter(prefix="/api/v1", tags=["gate"], dependencies=[Depends(require_read)])
 Name = Annotated[str, Query(min_length=1, max_length=200)]
+OptName = Annotated[str | None, Query(min_length=1, max_length=200)]
+Metric = Annotated[str, Query(min_length=1, max_length=200)]
 
 
 @router.post("/gate", response_model=GateOut, responses=ERRORS)
 def gate(body: GateIn, request: Request, session: Session = Depends(db)):
     """Candidate runs against a baseline, series by series (spec/api.md, "Gate")."""
-    return run_gate(session, body, request.app.state.settings.gate_alpha)
+    return verdicts.gate(session, body, request.app.state.settings.gate_alpha)
 
 
-def parse_run_ids(text: str) -> list[int]:
-    try:
-        ids = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ApiError(422, "validation_error", "run_ids: expected comma-separated run ids",
-                       "run_ids") from None
-    if not ids or len(ids) > 1000 or any(i < 1 or i > 2**31 for i in ids):
-        raise ApiError(422, "validation_error", "run_ids: expected 1 to 1000 run ids", "run_ids")
-    return ids
-
-
-@router.get("/compare", responses=ERRORS)
+@router.get("/compare", response_model=CompareOut, responses=ERRORS)
 def compare_view(request: Request, benchmark: Name, baseline: Name,
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
+                 vary: Annotated[str | None, Query(max_length=2000)] = None,
                  session: Session = Depends(db)):
     """The gate's answer with sample distributions, trace diff, determinism and run details."""
-    req = GateIn(benchmark=benchmark, baseline=baseline, run_ids=parse_run_ids(run_ids))
-    return compare(session, req, request.app.state.settings.gate_alpha)
+    req = GateIn(benchmark=benchmark, baseline=baseline, run_ids=parse_run_ids(run_ids),
+                 vary=parse_vary(vary))
+    return verdicts.compare(session, req, request.app.state.settings.gate_alpha)
 
 
-@router.get("/changepoints", responses=ERRORS)
-def get_changepoints(benchmark: Name, metric: Annotated[str, Query(max_length=200)] = "tok_s",
+@router.get("/changepoints", response_model=ChangePointsOut, responses=ERRORS)
+def get_changepoints(benchmark: Name, metric: Metric = "tok_s", branch: OptName = None,
                      session: Session = Depends(db)):
-    return {"benchmark": benchmark, "metric": metric,
-            "series": changepoints(session, benchmark, metric)}
+    """Change points of each series of one branch's history (default: the default branch)."""
+    return history.changepoints(session, benchmark, metric, branch)
 
 
-@router.get("/noise", responses=ERRORS)
-def get_noise(benchmark: Name, metric: Annotated[str, Query(max_length=200)] = "tok_s",
-              session: Session = Depends(db)):
-    return {"benchmark": benchmark, "metric": metric, "series": noise(session, benchmark, metric)}
-
-
-@router.get("/benchmarks", responses=ERRORS)
-def benchmarks(session: Session = Depends(db)):
-    rows = session.execute(select(Benchmark.name, func.count(Run.id), func.max(Run.started_at))
-                           .join(Run, Run.benchmark_id == Benchmark.id, isouter=True)
-                           .group_by(Benchmark.id).order_by(func.max(Run.started_at).desc())).all()
-    return {"data": [{"name": n, "runs": c, "latest": utc(t)} for n, c, t in rows],
-            "count": len(rows)}
+@router.get("/noise", response_model=NoiseOut, responses=ERRORS)
+def get_noise(benchmark: Name, metric: Metric = "tok_s", branch: OptName = None,
+              baseline: OptName = None, session: Session = Depends(db)):
+    """Run-to-run and trial spread per series, of one branch's history or a baseline's runs."""
+    return history.noise(session, benchmark, metric, branch, baseline)

@@ -1,0 +1,73 @@
+"""THE metric registry (spec/metrics.md, "Metric registry"): name, unit, direction, threshold.
+
+Standard library only. The collectors (record building, engine readers, the decode benchmark,
+trace summaries), the service (ingest checks, the gate, history), and the migrations' seed rows
+all read this module, so a metric's direction can never differ between the collector that writes
+a record and the service that judges it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+HIGHER, LOWER = "higher", "lower"
+UNKNOWN_THRESHOLD_PCT = 1.0  # unknown metrics: a direction is required, 1% threshold
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    unit: str
+    direction: str  # "higher" or "lower" is better
+    threshold_pct: float
+    exact: bool = False  # compared exactly: any change in the worse direction is a regression
+    gated: bool = True  # judged by the gate unless asked for by name
+
+    def row(self) -> dict:
+        """The metric_registry table row (migrations seed these)."""
+        return {**asdict(self), "builtin": True}
+
+
+_LATENCY_PREFIXES = ("ttft", "tpot", "itl", "e2el")
+_LATENCY_STATS = ("mean", "median", "p99")
+_LATENCY = re.compile(rf"^({'|'.join(_LATENCY_PREFIXES)})_ms_(mean|median|std|p\d{{1,2}}(?:\.\d+)?)$")
+
+_FIXED = (
+    MetricSpec("tok_s", "tok/s", HIGHER, 0.5),
+    MetricSpec("total_tok_s", "tok/s", HIGHER, 0.5),
+    MetricSpec("req_s", "req/s", HIGHER, 0.5),
+    MetricSpec("latency_s", "s", LOWER, 1.0),
+    MetricSpec("aux_gap_mean_us", "us", LOWER, 10.0),
+    MetricSpec("aux_gap_median_us", "us", LOWER, 10.0),
+    MetricSpec("aux_gap_p95_us", "us", LOWER, 10.0),
+    MetricSpec("aux_idle_per_step_us", "us", LOWER, 10.0),
+    MetricSpec("kv_capacity_tokens", "tokens", HIGHER, 0.0, exact=True),
+    MetricSpec("kv_max_concurrency", "x", HIGHER, 0.0, exact=True),
+    # shown beside the gaps, not gated: more overlap can be hidden work or a hazard
+    MetricSpec("aux_busy_per_step_us", "us", LOWER, 10.0, gated=False),
+    MetricSpec("aux_main_overlap_us_per_step", "us", HIGHER, 10.0, gated=False),
+)
+FIXED: dict[str, MetricSpec] = {m.name: m for m in _FIXED}
+
+
+def lookup(name: str) -> MetricSpec | None:
+    """The registry's entry for a metric name (latency families by pattern), or None."""
+    spec = FIXED.get(name)
+    if spec is not None:
+        return spec
+    if _LATENCY.match(name):
+        return MetricSpec(name, "ms", LOWER, 1.0)
+    return None
+
+
+def seed_rows() -> list[dict]:
+    """Rows of the metric_registry table: the fixed metrics and the latency families' usual
+    statistics (vLLM writes mean, median and p99)."""
+    specs = list(_FIXED) + [MetricSpec(f"{p}_ms_{s}", "ms", LOWER, 1.0)
+                            for p in _LATENCY_PREFIXES for s in _LATENCY_STATS]
+    return [m.row() for m in specs]
+
+
+def threshold_pct(name: str) -> float:
+    spec = lookup(name)
+    return spec.threshold_pct if spec is not None and spec.threshold_pct > 0 else UNKNOWN_THRESHOLD_PCT

@@ -1,0 +1,29 @@
+"""Benchmarks: the list, and each one's default branch."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
+from sqlalchemy.orm import Session
+
+from ...schemas import BenchmarkList, BenchmarkPatch, BenchmarkSummary
+from ...usecases import history, overview
+from ..deps import ERRORS, db, require_read, require_write
+
+router = APIRouter(prefix="/api/v1", tags=["benchmarks"])
+Name = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+@router.get("/benchmarks", response_model=BenchmarkList, dependencies=[Depends(require_read)],
+            responses=ERRORS)
+def benchmarks(session: Session = Depends(db)):
+    rows = overview.benchmarks(session)
+    return {"data": rows, "count": len(rows)}
+
+
+@router.patch("/benchmarks/{name}", response_model=BenchmarkSummary,
+              dependencies=[Depends(require_write)], responses=ERRORS)
+def patch_benchmark(name: Name, body: BenchmarkPatch, session: Session = Depends(db)):
+    """Set the branch whose runs make the benchmark's history (default `main`)."""
+    history.set_default_branch(session, name, body.default_branch)
+    return next(b for b in overview.benchmarks(session) if b.name == name)

@@ -1,0 +1,180 @@
+"""A benchmark's history: per-run figures by series, change points, noise, the dashboard's
+benchmark and matrix views. History reads one branch (spec/api.md v1.1): the benchmark's default
+branch unless asked otherwise; pull-request runs never enter it; a record posted twice counts
+once."""
+from __future__ import annotations
+
+import statistics
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from collectors.metrics import threshold_pct
+
+from ..errors import NotFound
+from ..models import Benchmark
+from ..repositories import baselines as baseline_repo
+from ..repositories import runs as runs_repo
+from ..schemas import ChangePointOut, ChangePointsOut, NoiseOut, NoiseRow, SeriesChangePoints
+from ..stats import history as hstats
+from . import baselines
+
+DEFAULT_BRANCH = "main"
+ALL_BRANCHES = "*"  # the dashboard's "every branch and PR" filter
+
+
+def _bench(session: Session, name: str) -> Benchmark:
+    bench = runs_repo.benchmark(session, name)
+    if bench is None:
+        raise NotFound(f"benchmark {name!r} not found", "benchmark")
+    return bench
+
+
+def default_branch(bench: Benchmark) -> str:
+    return bench.default_branch or DEFAULT_BRANCH
+
+
+def set_default_branch(session: Session, name: str, branch: str) -> Benchmark:
+    bench = _bench(session, name)
+    bench.default_branch = branch
+    session.flush()
+    return bench
+
+
+def _history(session: Session, bench: Benchmark, metric: str, series_id: int | None = None,
+             limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
+             branch: str | None = None, label: str | None = None,
+             run_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    branch = branch or default_branch(bench)
+    rows = runs_repo.history_rows(session, bench.id, metric, limit, label=label,
+                                  history_branch=None if branch == ALL_BRANCHES or run_ids is not None
+                                  else branch, series_id=series_id, since=since, until=until,
+                                  run_ids=run_ids)
+    series = runs_repo.series_rows(session, {r.series_id for r in rows})
+    out: dict[int, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for r in reversed(rows):  # oldest first; a repeated record counts as its first post
+        if r.body_sha256 in seen:
+            continue
+        seen.add(r.body_sha256)
+        s = series[r.series_id]
+        entry = out.setdefault(r.series_id, {"series_id": s.id, "config": s.config, "gpu": s.gpu,
+                                             "gpu_count": s.gpu_count, "runs": []})
+        entry["runs"].append({"id": r.id, "started_at": runs_repo.utc(r.started_at),
+                              "commit": r.commit, "label": r.label, "branch": r.branch, "n": r.n,
+                              "mean": r.mean, "median": r.median, "stdev": r.stdev})
+    return list(out.values())
+
+
+def series_history(session: Session, bench_name: str, metric: str, **filters) -> list[dict[str, Any]]:
+    return _history(session, _bench(session, bench_name), metric, **filters)
+
+
+def changepoints(session: Session, bench_name: str, metric: str,
+                 branch: str | None = None) -> ChangePointsOut:
+    bench = _bench(session, bench_name)
+    thr = threshold_pct(metric)
+    out = []
+    for s in _history(session, bench, metric, branch=branch):
+        runs = s["runs"]
+        cps = hstats.change_points([r["mean"] for r in runs], thr)
+        out.append(SeriesChangePoints(
+            series_id=s["series_id"], config=s["config"], gpu=s["gpu"], gpu_count=s["gpu_count"],
+            change_points=[ChangePointOut(index=c.index, before_mean=c.before_mean,
+                                          after_mean=c.after_mean, delta_pct=c.delta_pct,
+                                          run_id=runs[c.index]["id"],
+                                          started_at=runs[c.index]["started_at"],
+                                          commit=runs[c.index]["commit"]) for c in cps]))
+    return ChangePointsOut(benchmark=bench_name, metric=metric,
+                           branch=branch or default_branch(bench), series=out)
+
+
+def noise(session: Session, bench_name: str, metric: str = "tok_s", branch: str | None = None,
+          baseline: str | None = None) -> NoiseOut:
+    """Spread per series of one branch's history, or of a baseline's runs."""
+    bench = _bench(session, bench_name)
+    ids = baselines.resolve(session, bench.id, bench_name, baseline) if baseline else None
+    rows = []
+    for s in _history(session, bench, metric, branch=branch, run_ids=ids):
+        figs = [hstats.RunFigure(r["n"], r["mean"], r["stdev"]) for r in s["runs"] if r["n"] >= 1]
+        n = hstats.noise(figs)
+        rows.append(NoiseRow(series_id=s["series_id"], config=s["config"], gpu=s["gpu"],
+                             runs=n.runs, trials_per_run=n.trials_per_run, mean=n.mean,
+                             run_to_run_cv_pct=n.run_to_run_cv_pct, trial_cv_pct=n.trial_cv_pct,
+                             block_cv_pct=n.block_cv_pct, min_detectable_pct=n.min_detectable_pct,
+                             min_detectable_pct_pooled=n.min_detectable_pct_pooled))
+    return NoiseOut(benchmark=bench_name, metric=metric,
+                    branch=None if baseline else (branch or default_branch(bench)),
+                    baseline=baseline, series=rows)
+
+
+def benchmark_view(session: Session, name: str, metric: str, series_id: int | None,
+                   branch: str | None, label: str | None, gpu: str | None,
+                   since: datetime | None, until: datetime | None, baseline: str | None,
+                   panel_metrics: tuple[str, ...]) -> dict[str, Any]:
+    """Everything the benchmark page draws: the selected history with the baseline's band and
+    change points, the trial samples of recent runs, small panels of other metrics."""
+    bench = _bench(session, name)
+    filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
+
+    def hist(m: str) -> list[dict[str, Any]]:
+        h = _history(session, bench, m, **filters)  # type: ignore[arg-type]
+        return [x for x in h if not gpu or x["gpu"] == gpu]
+
+    main = hist(metric)
+    all_series = _history(session, bench, metric, branch=ALL_BRANCHES)
+    bases = baseline_repo.list_all(session, name)
+    base = next((b for b in bases if b.name == baseline), bases[0] if bases else None)
+    bands: dict[int, tuple[float, float, float]] = {}
+    if base is not None:
+        held = set(base.run_ids)
+        base_hist = _history(session, bench, metric, run_ids=list(held))
+        for h in base_hist:
+            means = [r["mean"] for r in h["runs"]]
+            if len(means) >= 2:
+                mu, sd = statistics.fmean(means), statistics.stdev(means)
+                bands[h["series_id"]] = (mu - 2 * sd, mu, mu + 2 * sd)
+            elif means:
+                bands[h["series_id"]] = (means[0], means[0], means[0])
+    thr = threshold_pct(metric)
+    changes = {}
+    for h in main:
+        cps = hstats.change_points([r["mean"] for r in h["runs"]], thr)
+        changes[h["series_id"]] = [{"index": c.index, "delta_pct": c.delta_pct,
+                                    "before_mean": c.before_mean, "after_mean": c.after_mean,
+                                    "started_at": h["runs"][c.index]["started_at"]} for c in cps]
+    shown = [r["id"] for h in main for r in h["runs"][-300:]]
+    samples = {rid: m.get(metric, []) for rid, m in
+               runs_repo.samples_of(session, shown, [metric]).items()}
+    panels = {m: hist(m) for m in panel_metrics if m != metric}
+    return {"bench": bench, "history": main, "all_series": all_series, "baselines": bases,
+            "baseline": base, "bands": bands, "changes": changes, "samples": samples,
+            "unit": runs_repo.unit_of(session, bench.id, metric), "panels": panels,
+            "recent": runs_repo.recent_runs(session, bench.id, 25),
+            "default_branch": default_branch(bench)}
+
+
+def matrix_cells(session: Session, name: str, label: str | None) -> list[dict[str, Any]]:
+    """The latest run of each batch-size cell (tok/s, trial CV, bitwise-identical repeats)."""
+    bench = _bench(session, name)
+    hist = _history(session, bench, "tok_s", label=label,
+                    branch=ALL_BRANCHES if label else None)
+    latest = {h["series_id"]: h["runs"][-1] for h in hist if "batch_size" in h["config"]}
+    runs = runs_repo.runs_by_id(session, [r["id"] for r in latest.values()])
+    cells = []
+    for h in hist:
+        cfg = h["config"]
+        if h["series_id"] not in latest:
+            continue
+        last = latest[h["series_id"]]
+        det = runs[last["id"]].determinism or {}
+        variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
+                                       "graphs" if cfg.get("cuda_graphs") else "eager",
+                                       h["gpu"]) if x)
+        cv = 100.0 * (last["stdev"] or 0.0) / last["mean"] if last["mean"] else 0.0
+        cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": last["mean"],
+                      "cv_pct": cv, "run_id": last["id"],
+                      "det": f"{det.get('identical', '?')}/{det.get('repeats', '?')} identical"
+                      if det else "no digests"})
+    return cells

@@ -1,0 +1,44 @@
+"""Reading runs: one, a filtered page, and what the dashboard's run page shows."""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from .. import tracestore
+from ..errors import DomainError
+from ..format import series_short
+from ..repositories import runs as runs_repo
+
+
+def get(session: Session, run_id: int) -> dict[str, Any]:
+    return runs_repo.run_out(session, runs_repo.get_run(session, run_id))
+
+
+def page(session: Session, benchmark: str | None = None, label: str | None = None,
+         branch: str | None = None, commit: str | None = None, gpu: str | None = None,
+         limit: int = 100, offset: int = 0, since: datetime | None = None,
+         until: datetime | None = None) -> dict[str, Any]:
+    rows, count = runs_repo.list_runs(session, benchmark, label, branch, commit, gpu, limit=limit,
+                                      offset=offset, since=since, until=until)
+    return {"data": [runs_repo.run_out(session, r, with_samples=False) for r in rows],
+            "count": count}
+
+
+def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[str, Any]:
+    """The run with its series name and the per-stream timelines of its first traces."""
+    run = get(session, run_id)
+    timelines = []
+    for t in run["traces"][:2]:
+        try:
+            data = tracestore.timeline_of(data_dir, t["sha256"], t["filename"], steps)
+        except DomainError as e:
+            timelines.append({"trace": t, "error": e.message})
+            continue
+        timelines.append({"trace": t, "data": data} if data["ops"] else
+                         {"trace": t, "error": "no decode steps in this trace"})
+    ser = runs_repo.series_rows(session, {run["series_id"]})[run["series_id"]]
+    return {"run": run, "timelines": timelines,
+            "series_name": series_short(ser.config, ser.gpu, ser.gpu_count)}

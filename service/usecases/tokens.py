@@ -1,0 +1,28 @@
+"""API tokens: create (shown once), revoke, list, and the checks the auth rules need."""
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from ..models import ApiToken
+from ..repositories import tokens as repo
+
+
+def create(session: Session, name: str, scope: str) -> str:
+    return repo.create(session, name, scope)
+
+
+def revoke(session: Session, name: str) -> int:
+    return repo.revoke(session, name)
+
+
+def list_all(session: Session) -> list[ApiToken]:
+    return repo.list_tokens(session)
+
+
+def any_active(session: Session) -> bool:
+    return repo.any_exist(session)
+
+
+def find(session: Session, token: str) -> ApiToken | None:
+    """The active token with this secret, or None."""
+    return repo.lookup(session, token)

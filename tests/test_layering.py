@@ -1,0 +1,70 @@
+"""The import rules of DESIGN.md, checked on the source (ast), so a shortcut fails CI."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute module names a file imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text())
+    pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = pkg[:len(pkg) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return out
+
+
+def files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def offenders(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{p.relative_to(ROOT)} imports {m}" for p in files(folder) for m in sorted(imports(p))
+            if m.startswith(forbidden)]
+
+
+def test_stats_are_pure():
+    assert offenders("service/stats", ("sqlalchemy", "fastapi", "starlette", "service.errors",
+                                       "service.repositories", "service.models", "service.config",
+                                       "service.usecases", "service.api")) == []
+    text = "".join(p.read_text() for p in files("service/stats"))
+    for word in ("sqlalchemy", "ApiError", "HTTPException", "fastapi"):
+        assert word not in text
+
+
+def test_only_usecases_call_repositories():
+    bad = [o for folder in ("service/api", "dashboards", "service/bot") for o in
+           offenders(folder, ("service.repositories",))]
+    bad += [o for o in offenders("service", ("service.repositories",))
+            if not o.startswith(("service/usecases/", "service/repositories/"))]
+    assert bad == []
+
+
+def test_nothing_imports_routes_but_the_app():
+    bad = [o for folder in ("service", "dashboards", "collectors") for o in
+           offenders(folder, ("service.api.routes",))
+           if not o.startswith("service/main.py") and not o.startswith("service/api/routes/")]
+    assert bad == []
+
+
+def test_collectors_import_nothing_of_the_service_and_cli_is_not_a_library():
+    assert offenders("collectors", ("service", "dashboards")) == []
+    assert offenders("service", ("collectors.cli",)) == [
+        "service/cli.py imports collectors.cli", "service/cli.py imports collectors.cli.build_parser",
+        "service/cli.py imports collectors.cli.dispatch"]  # the command mounts its parsers, nothing more
+    assert [o for o in offenders("service", ("collectors.cli",)) if "CliError" in o] == []
+
+
+def test_errors_carry_no_http():
+    text = (ROOT / "service" / "errors.py").read_text()
+    assert "status" not in text and "fastapi" not in text and "starlette" not in text
+    assert "40" not in text and "42" not in text  # no status numbers
