@@ -13,6 +13,7 @@ from fastapi import Request
 from collectors.traces import Options, TraceError
 from collectors.traces.analysis import analyze, project, timeline
 from collectors.traces.load import load_trace, sniff
+from collectors.traces.summary import TraceSummary
 
 from .errors import Invalid, NotFound, TooLarge
 
@@ -71,7 +72,7 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
     return Path(name), h.hexdigest(), size
 
 
-def analyze_file(path: Path, filename: str) -> tuple[str, dict]:
+def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
         fmt = sniff(path, filename)

@@ -312,9 +312,10 @@ def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
         summary["kernels"] = summary["kernels"][:50]
         rec["trace_summary"] = summary
         rec["trace_files"] = [str(p) for p in files]
-        for key in ("aux_gap_mean_us", "aux_idle_per_step_us"):
-            if summary.get(key) is not None:
-                rec["metrics"][key] = metric(key, [summary[key]])
+        for key, value in (("aux_gap_mean_us", summary["aux_gap_mean_us"]),
+                           ("aux_idle_per_step_us", summary["aux_idle_per_step_us"])):
+            if value is not None:
+                rec["metrics"][key] = metric(key, [value])
 
 
 def config_from_file(path: str | os.PathLike) -> DecodeConfig:

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from . import intervals as iv
 from .model import OP_KIND_NAMES, Trace
+from .summary import TraceSummary
 
 NS_PER_US = 1000.0
 
@@ -275,7 +277,8 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
             for i in order]
 
 
-def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None = None) -> dict:
+def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None = None
+            ) -> TraceSummary:
     opts = opts or Options()
     proj = proj or project(trace, opts.step_regex)
     roles = stream_roles(trace, proj, opts)
@@ -311,7 +314,7 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     out["kernels"] = kernel_breakdown(trace, proj, opts.kernel_limit)
     out["ops"] = len(trace.ops)
     out["warnings"] = warnings
-    return out
+    return cast(TraceSummary, out)
 
 
 def timeline(trace: Trace, opts: Options, steps: int = 3, max_ops: int = 5000) -> dict:

@@ -1,6 +1,7 @@
 """Trace diff: which kernels and which gap figures got slower or faster between two analyses."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
@@ -8,7 +9,7 @@ GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_
             "step_gpu_time_us_median")
 
 
-def _per_step(summary: dict) -> dict[str, dict]:
+def _per_step(summary: Mapping[str, Any]) -> dict[str, dict]:
     """Kernel time per step by name (streams summed, roles kept apart)."""
     steps = summary.get("steps") or 1
     main = {(s["device"], s["stream"]) for s in summary.get("main_streams", [])}
@@ -25,7 +26,7 @@ def _per_step(summary: dict) -> dict[str, dict]:
     return out
 
 
-def diff_summaries(base: dict, cand: dict, limit: int = 20) -> dict:
+def diff_summaries(base: Mapping[str, Any], cand: Mapping[str, Any], limit: int = 20) -> dict:
     gaps = []
     for key in GAP_KEYS:
         b, c = base.get(key), cand.get(key)

@@ -14,6 +14,7 @@ from .kineto import load_kineto
 from .model import Trace, TraceError, concat_traces
 from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
 from .progress import Progress
+from .summary import TraceSummary
 
 
 def sniff(path: Path, name: str | None = None) -> str:
@@ -74,7 +75,7 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
 
 
 def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
-                  progress: Progress | None = None) -> dict:
+                  progress: Progress | None = None) -> TraceSummary:
     """Analyze one trace, or the ranks of one run given as several files."""
     opts = opts or Options()
     traces = [load_trace(p, opts.step_regex, progress) for p in paths]

@@ -39,7 +39,7 @@ def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
             row = TraceFile(run_id=run_id, sha256=sha, filename=name, size_bytes=size, format=fmt,
                             summary=summary, created_at=datetime.now(timezone.utc))
             session.add(row)
-            run.trace_summary = summary
+            run.trace_summary = dict(summary)
             session.flush()
             trace_id = row.id
     except BaseException:
