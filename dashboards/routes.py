@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
 from service.errors import Invalid
-from service.format import series_label, series_short
+from service.format import interval, num, pct, series_label, series_short
 from service.schemas import GateIn, parse_run_ids, parse_vary
 from service.usecases import history, overview, runs, verdicts
 
@@ -144,3 +144,6 @@ def mount(app: FastAPI) -> None:
 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     templates.env.globals["urlencode"] = urlencode
+    templates.env.globals["interval"] = interval
+    templates.env.filters["num"] = lambda v, digits=2: num(v, digits, "—")
+    templates.env.filters["pct"] = lambda v: pct(v, "—")

@@ -87,6 +87,17 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     assert page.locator(".dist .boxlayer").count() >= 1
     assert not errors
 
+    # the seed's question: the PR's `late` order against v17 (`overlap`), varied on purpose
+    late = httpx.get(f"{url}/api/v1/runs", params={"label": "pr-late", "limit": 100}).json()["data"]
+    ids = ",".join(str(r["id"]) for r in late if r["config"]["batch_size"] == 1)
+    page, errors = _open(browser, f"{url}/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
+                         "&vary=shared_experts", "compare-vary")
+    table = page.locator("#gate").inner_text()
+    assert page.locator("#verdict").inner_text() == "FAIL"
+    assert "shared_experts=overlap→late" in table and "regression" in table
+    assert "-0.59%" in table and "worse-side bound" in table
+    assert not errors
+
     traced = httpx.get(f"{url}/api/v1/runs", params={"label": "tp1-overlap-graphs"}).json()["data"]
     rid = next(r["id"] for r in traced if r["traces"])
     page, errors = _open(browser, f"{url}/runs/{rid}", "run")

@@ -168,6 +168,35 @@ def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
     assert TOKEN not in out.out + out.err
 
 
+def test_comment_shows_varied_keys_both_sides(client, capsys):
+    """The seed's question in a PR comment: late vs overlap, both values shown."""
+    import json
+
+    from service.bot.comment import post_comment
+    from tests.conftest import H200
+
+    ids: dict[str, list[int]] = {}
+    for f in sorted((H200 / "ab").glob("*.json")):
+        for rec in json.loads(f.read_text()):
+            ids.setdefault(rec["label"], []).append(client.post("/api/v1/runs", json=rec).json()["id"])
+    client.post("/api/v1/baselines", json={"name": "v17", "benchmark": "moe-decode-ab",
+                                           "run_ids": ids["v17-overlap"]})
+
+    def api(server, method, path, **kw):
+        r = client.request(method, path, **kw)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    args = SimpleNamespace(server="http://perfwarden.local", benchmark="moe-decode-ab",
+                           baseline="v17", repo="acme/engine", pr=150, vary=["shared_experts"],
+                           dashboard_url="http://dash.local", dry_run=True, run=ids["pr-late"])
+    assert post_comment(args, api) == 0
+    body = capsys.readouterr().out
+    assert "Varied on purpose: `shared_experts`" in body
+    assert body.count("shared_experts=overlap→late") >= 4  # tok_s and KV rows at M=1 and M=8
+    assert "**FAIL**" in body and "-0.59%" in body and "vary=shared_experts" in body
+
+
 def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
     from fastapi.testclient import TestClient
     from pydantic import SecretStr
