@@ -28,18 +28,26 @@ def cmd_serve(args) -> int:
     import uvicorn
 
     from .main import create_app
-    from .migrate import upgrade
+    from .migrate import current, head, upgrade
 
     s = _settings()
     s.bind_host = args.host
     if s.is_sqlite or args.migrate:
         upgrade(s.database_url)  # the embedded default migrates itself; production migrates apart
+    else:
+        try:
+            rev = current(s.database_url)
+        except Exception as e:  # noqa: BLE001 - unreachable database: one line
+            raise CliError(f"database {_redact(s.database_url)}: {str(e).splitlines()[0]}") from None
+        if rev != head():
+            raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
+                           "`perfwarden db upgrade` (or `serve --migrate`) first")
     if args.seed:
         from .seed import seed_if_empty
 
         seed_if_empty(s, args.seed, progress=True)
-    print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)})",
-          file=sys.stderr)
+    print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)}; "
+          f"anonymous writes: {_writes_open(s)})", file=sys.stderr)
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["PERFWARDEN_BIND_HOST"] = args.host
         uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
@@ -47,6 +55,21 @@ def cmd_serve(args) -> int:
     else:
         uvicorn.run(create_app(s), host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _writes_open(s) -> str:  # noqa: ANN001 - Settings
+    from .db import make_engine, session_factory, transaction
+    from .usecases import tokens
+
+    if not s.loopback:
+        return "closed (not on loopback)"
+    engine = make_engine(s.database_url)
+    try:
+        with transaction(session_factory(engine)) as session:
+            ever = tokens.any_ever(session)
+    finally:
+        engine.dispose()
+    return "closed (a token exists)" if ever else "open (loopback, no token yet)"
 
 
 def _redact(url: str) -> str:

@@ -51,7 +51,11 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
 def create_app(settings: Settings | None = None,
                on_run_created: Callable[[int], None] | None = None) -> FastAPI:
     settings = settings or Settings()
-    app = FastAPI(title="perfwarden", version=VERSION,
+    from fastapi import Depends
+
+    from .api.deps import strict_query
+
+    app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
                   description="Profiler-guided performance regression checks for LLM inference "
                               "engines (spec/api.md).")
     app.state.settings = settings
@@ -97,9 +101,18 @@ def create_app(settings: Settings | None = None,
 
     @app.get("/api/v1/health", tags=["meta"])
     def health():
+        """The database answers and is migrated to this version's head (503 otherwise)."""
+        from .migrate import head, revision_of
+
         with app.state.engine.connect() as con:
-            con.exec_driver_sql("SELECT 1")
-        return {"status": "ok", "version": VERSION}
+            rev = revision_of(con)
+        want = head()
+        body = {"status": "ok" if rev == want else "unmigrated", "version": VERSION,
+                "database": {"revision": rev, "head": want}}
+        if rev != want:
+            body["fix"] = "perfwarden db upgrade"
+            return JSONResponse(body, status_code=503)
+        return body
 
     from dashboards.routes import mount
 

@@ -35,6 +35,10 @@ def current(url: str) -> str | None:
         engine.dispose()
 
 
+def revision_of(con) -> str | None:  # noqa: ANN001 - a SQLAlchemy connection
+    return MigrationContext.configure(con).get_current_revision()
+
+
 def head() -> str:
     from alembic.script import ScriptDirectory
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..config import Settings
 from ..db import transaction
-from ..errors import BadRequest, Forbidden, TooLarge, Unauthorized
+from ..errors import BadRequest, Forbidden, Invalid, TooLarge, Unauthorized
 from ..schemas import ErrorOut
 from ..usecases import tokens
 
@@ -42,22 +42,27 @@ def _no_tokens(request: Request, session) -> bool:
     now = time.monotonic()
     if getattr(state, "no_tokens_until", 0.0) > now:
         return True
-    if tokens.any_active(session):
+    if tokens.any_ever(session):
         return False
     state.no_tokens_until = now + _NO_TOKENS_TTL_S
     return True
 
 
+PROXY_HEADERS = ("forwarded", "x-forwarded-for")
+
+
 def require_write(request: Request) -> None:
-    """Writes are open only while no token exists and the server listens on loopback."""
+    """Writes are open only while no token was ever created, the server listens on loopback and
+    the request did not come through a proxy (spec/api.md v1.1, "Auth")."""
     s: Settings = request.app.state.settings
     token = _bearer(request)
-    if token is None and s.loopback and getattr(request.app.state, "no_tokens_until", 0.0) > \
+    local = s.loopback and not any(h in request.headers for h in PROXY_HEADERS)
+    if token is None and local and getattr(request.app.state, "no_tokens_until", 0.0) > \
             time.monotonic():
         return
     with transaction(request.app.state.sessions) as session:
         if token is None:
-            if s.loopback and _no_tokens(request, session):
+            if local and _no_tokens(request, session):
                 return
             raise Unauthorized("this server needs 'Authorization: Bearer <token>' "
                            "with write scope for writes")
@@ -97,3 +102,30 @@ async def read_capped(request: Request, limit: int, what: str) -> bytes:
             raise TooLarge(f"{what} is larger than the {limit:,}-byte limit")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+_ALLOWED_QUERY: dict[int, frozenset[str]] = {}
+
+
+def _query_names(dependant) -> set[str]:
+    names = {p.alias for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def strict_query(request: Request) -> None:
+    """An unknown query parameter is bad input on every endpoint, never silently ignored
+    (`?pr=150` on an endpoint without `pr` must not answer everything)."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    allowed = _ALLOWED_QUERY.get(id(route))
+    if allowed is None:
+        allowed = _ALLOWED_QUERY[id(route)] = frozenset(_query_names(dependant))
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        known = ", ".join(sorted(allowed)) or "none"
+        raise Invalid(f"{unknown[0]}: unknown query parameter (this endpoint takes: {known})",
+                      unknown[0])

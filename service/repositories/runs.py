@@ -31,8 +31,9 @@ def canonical(obj) -> str:
 
 
 def body_hash(run: RunIn) -> str:
-    return hashlib.sha256(canonical(run.model_dump(mode="json", exclude={"idempotency_key"}))
-                          .encode()).hexdigest()
+    body = run.model_dump(mode="json", exclude={"idempotency_key", "trace_files"},
+                          exclude_none=True)
+    return hashlib.sha256(canonical(body).encode()).hexdigest()
 
 
 def _get_or_create(session: Session, model, lookup: dict, create: dict):
@@ -176,7 +177,7 @@ def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
     series_id = _series_id(session, bench_id, run.config, run.hardware)
     _register_unknown(session, defs)
     now = datetime.now(timezone.utc)
-    extra = {k: v for k, v in (run.model_extra or {}).items()}
+    extra = run.extras()
     # Core INSERT ... RETURNING: the ORM unit of work costs more CPU than the statement itself
     run_id = session.execute(insert(Run).values(
         benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
@@ -252,7 +253,8 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
 def filter_runs(q, label: str | None = None, branch: str | None = None, commit: str | None = None,
                 series_id: int | None = None, since: datetime | None = None,
                 until: datetime | None = None, history_branch: str | None = None,
-                run_ids: list[int] | None = None):
+                run_ids: list[int] | None = None, repository: str | None = None,
+                pr: int | None = None):
     """The run filters the API, the dashboard and the history share (None or empty: no filter).
 
     `history_branch` selects one branch's history: runs of that branch that belong to no pull
@@ -268,6 +270,10 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
         q = q.where(Run.commit.startswith(commit, autoescape=True))
     if run_ids is not None:
         q = q.where(Run.id.in_(run_ids))
+    if repository:
+        q = q.where(Run.repository == repository)
+    if pr is not None:
+        q = q.where(Run.pr == pr)
     if series_id is not None:
         q = q.where(Run.series_id == series_id)
     if since is not None:
@@ -280,7 +286,8 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
 def list_runs(session: Session, benchmark_name: str | None = None, label: str | None = None,
               branch: str | None = None, commit: str | None = None, gpu: str | None = None,
               series_id: int | None = None, limit: int = 100, offset: int = 0,
-              since: datetime | None = None, until: datetime | None = None) -> tuple[list[Run], int]:
+              since: datetime | None = None, until: datetime | None = None,
+              repository: str | None = None, pr: int | None = None) -> tuple[list[Run], int]:
     q = select(Run)
     if benchmark_name is not None:
         b = benchmark(session, benchmark_name)
@@ -288,7 +295,7 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
             return [], 0
         q = q.where(Run.benchmark_id == b.id)
     q = filter_runs(q, label=label, branch=branch, commit=commit, series_id=series_id,
-                    since=since, until=until)
+                    since=since, until=until, repository=repository, pr=pr)
     if gpu is not None:
         q = q.join(Series, Series.id == Run.series_id).where(Series.gpu == gpu)
     count = session.scalar(select(func.count()).select_from(q.order_by(None).subquery())) or 0
@@ -391,8 +398,11 @@ def delete_run(session: Session, run_id: int) -> None:
     session.execute(delete(Run).where(Run.id == run_id))
 
 
-def baselines_holding(session: Session, run_id: int) -> list[str]:
-    return [b.name for b in session.scalars(select(Baseline)) if run_id in (b.run_ids or [])]
+def baselines_holding(session: Session, run_id: int) -> list[Baseline]:
+    """Baselines whose run set holds this run (run sets are JSON lists: read per benchmark)."""
+    bench_id = session.scalar(select(Run.benchmark_id).where(Run.id == run_id))
+    return [b for b in session.scalars(select(Baseline).where(Baseline.benchmark_id == bench_id))
+            if run_id in (b.run_ids or [])]
 
 
 def trace_with_sha(session: Session, sha: str) -> bool:

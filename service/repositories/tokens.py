@@ -27,9 +27,9 @@ def create(session: Session, name: str, scope: str) -> str:
     return token
 
 
-def any_exist(session: Session) -> bool:
-    return (session.scalar(select(func.count()).select_from(ApiToken)
-                           .where(ApiToken.revoked.is_(False))) or 0) > 0
+def any_ever(session: Session) -> bool:
+    """Whether a token was ever created (revoked ones count: revoking never reopens writes)."""
+    return (session.scalar(select(func.count()).select_from(ApiToken)) or 0) > 0
 
 
 def lookup(session: Session, token: str) -> ApiToken | None:

@@ -47,8 +47,23 @@ class MetricIn(BaseModel):
     samples: Annotated[list[Sample], Field(min_length=1, max_length=100_000)]
 
 
+class ExperimentTag(BaseModel):
+    """Marks a run as one arm of an interleaved A/B experiment (spec/api.md v1.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Name
+    arm: Literal["baseline", "candidate"]
+    block: Annotated[StrictInt, Field(ge=0, le=100_000)]
+
+
+# fields kept with the run as written (run.extra), beside the columns
+RUN_EXTRAS = ("trials", "kv_cache", "plant", "source", "profile_error", "experiment")
+
+
 class RunIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A run record. Unknown top-level fields are bad input, so a typo is never dropped."""
+
+    model_config = ConfigDict(extra="forbid")
     benchmark: Name
     config: dict[Annotated[str, Field(max_length=NAME_MAX)], ConfigValue] = Field(default_factory=dict)
     commit: OptName = None
@@ -63,6 +78,17 @@ class RunIn(BaseModel):
     determinism: dict[str, Any] | None = None
     trace_summary: dict[str, Any] | None = None
     idempotency_key: OptName = None
+    experiment: ExperimentTag | None = None
+    trials: Annotated[list[dict[str, Any]], Field(max_length=100_000)] | None = None
+    kv_cache: dict[str, Any] | None = None
+    plant: dict[str, Any] | None = None
+    source: dict[str, Any] | None = None  # which engine output a record was read from
+    profile_error: Annotated[str, Field(max_length=4096)] | None = None
+    # on disk only: paths of the run's trace set relative to the record file; never stored
+    trace_files: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1024)] | None = None
+
+    def extras(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", include=set(RUN_EXTRAS), exclude_none=True)
 
     @field_validator("benchmark")
     @classmethod

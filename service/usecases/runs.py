@@ -5,10 +5,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from .. import tracestore
-from ..errors import DomainError
+from ..db import transaction
+from ..errors import Conflict, DomainError
 from ..format import series_short
 from ..repositories import runs as runs_repo
 
@@ -20,9 +21,11 @@ def get(session: Session, run_id: int) -> dict[str, Any]:
 def page(session: Session, benchmark: str | None = None, label: str | None = None,
          branch: str | None = None, commit: str | None = None, gpu: str | None = None,
          limit: int = 100, offset: int = 0, since: datetime | None = None,
-         until: datetime | None = None) -> dict[str, Any]:
+         until: datetime | None = None, repository: str | None = None,
+         pr: int | None = None) -> dict[str, Any]:
     rows, count = runs_repo.list_runs(session, benchmark, label, branch, commit, gpu, limit=limit,
-                                      offset=offset, since=since, until=until)
+                                      offset=offset, since=since, until=until,
+                                      repository=repository, pr=pr)
     return {"data": [runs_repo.run_out(session, r, with_samples=False) for r in rows],
             "count": count}
 
@@ -42,3 +45,27 @@ def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[
     ser = runs_repo.series_rows(session, {run["series_id"]})[run["series_id"]]
     return {"run": run, "timelines": timelines,
             "series_name": series_short(ser.config, ser.gpu, ser.gpu_count)}
+
+
+def delete(sessions: sessionmaker[Session], data_dir: Path, run_id: int, force: bool = False
+           ) -> dict[str, Any]:
+    """Remove a run with its samples and traces. A run a baseline holds is a Conflict unless
+    forced (then it leaves those baselines). Trace files go once no trace row names them."""
+    with transaction(sessions) as session:
+        runs_repo.get_run(session, run_id)
+        holding = runs_repo.baselines_holding(session, run_id)
+        if holding and not force:
+            raise Conflict(f"run {run_id} is in baseline(s) {', '.join(b.name for b in holding)}; "
+                           "move them first or delete with ?force=true", "run_id")
+        for b in holding:
+            b.run_ids = [i for i in b.run_ids if i != run_id]
+        shas = {t.sha256 for t in runs_repo.traces_of(session, [run_id])}
+        runs_repo.delete_run(session, run_id)
+    removed = 0
+    with transaction(sessions) as session:
+        for sha in shas:
+            if not runs_repo.trace_with_sha(session, sha):
+                tracestore.path_for(data_dir, sha).unlink(missing_ok=True)
+                removed += 1
+    return {"id": run_id, "deleted": True, "trace_files_removed": removed,
+            "left_baselines": [b.name for b in holding]}

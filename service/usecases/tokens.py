@@ -19,8 +19,8 @@ def list_all(session: Session) -> list[ApiToken]:
     return repo.list_tokens(session)
 
 
-def any_active(session: Session) -> bool:
-    return repo.any_exist(session)
+def any_ever(session: Session) -> bool:
+    return repo.any_ever(session)
 
 
 def find(session: Session, token: str) -> ApiToken | None:

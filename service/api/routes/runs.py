@@ -1,6 +1,7 @@
 """Runs and their traces."""
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
@@ -45,15 +46,26 @@ async def create_run(request: Request, background: BackgroundTasks):
 @router.get("/runs", response_model=RunList, dependencies=[Depends(require_read)], responses=ERRORS)
 def list_runs(session: Session = Depends(db), benchmark: Str200 = None, label: Str200 = None,
               branch: Str200 = None, commit: Str200 = None, gpu: Str200 = None,
+              repository: Str200 = None, pr: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+              since: datetime | None = None, until: datetime | None = None,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100,
               offset: Annotated[int, Query(ge=0, le=10**9)] = 0):
-    return runs.page(session, benchmark, label, branch, commit, gpu, limit=limit, offset=offset)
+    """Runs, newest first; `count` is the number of matching runs."""
+    return runs.page(session, benchmark, label, branch, commit, gpu, limit=limit, offset=offset,
+                     since=since, until=until, repository=repository, pr=pr)
 
 
 @router.get("/runs/{run_id}", response_model=RunOut, dependencies=[Depends(require_read)],
             responses=ERRORS)
 def get_run(run_id: Id, session: Session = Depends(db)):
     return runs.get(session, run_id)
+
+
+@router.delete("/runs/{run_id}", dependencies=[Depends(require_write)], responses=ERRORS)
+def delete_run(run_id: Id, request: Request, force: bool = False):
+    """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
+    return runs.delete(request.app.state.sessions, request.app.state.settings.data_dir, run_id,
+                       force)
 
 
 @router.post("/runs/{run_id}/traces", status_code=201, response_model=TraceOut,

@@ -1,0 +1,121 @@
+"""Strict API (spec/api.md v1.1): unknown query parameters and body fields, writes that never
+reopen, proxies, migration state, deleting runs."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import count_rows, minimal_run
+
+
+def test_unknown_query_parameters_are_422(client):
+    client.post("/api/v1/runs", json=minimal_run(pr=150, repository="acme/engine",
+                                                  started_at="2026-11-01T00:00:00Z"))
+    client.post("/api/v1/runs", json=minimal_run(started_at="2026-11-02T00:00:00Z"))
+    for url in ("/api/v1/runs?comit=abc", "/api/v1/noise?benchmark=bench-a&brnch=main",
+                "/api/v1/benchmarks?x=1", "/?foo=1", "/api/v1/baselines?since=2026-01-01"):
+        r = client.get(url)
+        assert r.status_code == 422, url
+        err = r.json()["error"]
+        assert "unknown query parameter" in err["message"] and err["field"]
+    # the spec's filters work rather than answering everything
+    assert client.get("/api/v1/runs?pr=150").json()["count"] == 1
+    assert client.get("/api/v1/runs?repository=acme/engine").json()["count"] == 1
+    assert client.get("/api/v1/runs?since=2026-11-01T12:00:00Z").json()["count"] == 1
+
+
+def test_unknown_body_fields_are_422_and_known_extras_are_kept(client, settings):
+    r = client.post("/api/v1/runs", json=minimal_run(comit="abc"))
+    assert r.status_code == 422 and r.json()["error"]["field"] == "comit"
+    assert count_rows(settings.database_url, "runs") == 0
+    r = client.post("/api/v1/runs", json=minimal_run(
+        experiment={"id": "ab-1", "arm": "candidate", "block": 3}, trials=[{"tok_s": 1.0}],
+        trace_files=["traces/rank0.json.gz"]))
+    assert r.status_code == 201
+    run = client.get(f"/api/v1/runs/{r.json()['id']}").json()
+    assert run["experiment"] == {"id": "ab-1", "arm": "candidate", "block": 3}
+    assert "trace_files" not in run
+    r = client.post("/api/v1/runs", json=minimal_run(experiment={"id": "x", "arm": "treatment",
+                                                                 "block": 1}))
+    assert r.status_code == 422 and r.json()["error"]["field"].startswith("experiment")
+    r = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [1],
+                                          "treshold": {}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "treshold"
+
+
+def test_writes_never_reopen_once_a_token_existed(client, settings):
+    from service.db import make_engine, session_factory, transaction
+    from service.usecases import tokens
+
+    assert client.post("/api/v1/runs", json=minimal_run()).status_code == 201
+    # a request through a proxy is never local, whatever the bind address
+    r = client.post("/api/v1/runs", json=minimal_run(started_at="2026-11-03T00:00:00Z"),
+                    headers={"X-Forwarded-For": "203.0.113.9"})
+    assert r.status_code == 401
+    eng = make_engine(settings.database_url)
+    with transaction(session_factory(eng)) as s:
+        tokens.create(s, "ci", "write")
+    with transaction(session_factory(eng)) as s:
+        assert tokens.revoke(s, "ci") == 1
+    eng.dispose()
+    client.app.state.no_tokens_until = 0.0
+    r = client.post("/api/v1/runs", json=minimal_run(started_at="2026-11-04T00:00:00Z"))
+    assert r.status_code == 401  # revoking every token does not reopen anonymous writes
+
+
+def test_health_reports_migration_state(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from service import migrate
+    from service.config import Settings
+    from service.main import create_app
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    migrate.upgrade(url, "0001")
+    app = create_app(Settings(database_url=url, data_dir=tmp_path / "d"))
+    with TestClient(app) as c:
+        r = c.get("/api/v1/health")
+        assert r.status_code == 503
+        body = r.json()
+        assert body["status"] == "unmigrated" and body["database"]["revision"] == "0001"
+        assert body["fix"] == "perfwarden db upgrade"
+        migrate.upgrade(url)
+        r = c.get("/api/v1/health")
+        assert r.status_code == 200 and r.json()["database"]["revision"] == migrate.head()
+    app.state.engine.dispose()
+
+
+def test_delete_run(client, settings):
+    from tests.conftest import H200
+
+    ids = [client.post("/api/v1/runs", json=minimal_run(started_at=f"2026-11-0{i + 1}T00:00:00Z")
+                       ).json()["id"] for i in range(3)]
+    raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
+    assert client.post(f"/api/v1/runs/{ids[0]}/traces?filename=t.sqlite.gz",
+                       content=raw).status_code == 201
+    client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids[:2]})
+    r = client.delete(f"/api/v1/runs/{ids[0]}")
+    assert r.status_code == 409 and "baseline(s) v" in r.json()["error"]["message"]
+    r = client.delete(f"/api/v1/runs/{ids[0]}?force=true")
+    assert r.status_code == 200 and r.json()["trace_files_removed"] == 1
+    assert client.get(f"/api/v1/runs/{ids[0]}").status_code == 404
+    assert client.get("/api/v1/baselines/bench-a/v").json()["run_ids"] == [ids[1]]
+    assert count_rows(settings.database_url, "traces") == 0
+    assert count_rows(settings.database_url, "samples") == 6
+    assert not any((settings.data_dir / "traces").rglob("*")) or all(
+        p.is_dir() for p in (settings.data_dir / "traces").rglob("*"))
+    assert client.delete(f"/api/v1/runs/{ids[2]}").status_code == 200
+    assert client.delete(f"/api/v1/runs/{ids[2]}").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/runs/1"])
+def test_delete_needs_write_scope(client, settings, path):
+    from service.db import make_engine, session_factory, transaction
+    from service.usecases import tokens
+
+    eng = make_engine(settings.database_url)
+    with transaction(session_factory(eng)) as s:
+        read = tokens.create(s, "ro", "read")
+    eng.dispose()
+    client.app.state.no_tokens_until = 0.0
+    assert client.delete(path).status_code == 401
+    assert client.delete(path, headers={"Authorization": f"Bearer {read}"}).status_code == 403
