@@ -123,21 +123,40 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=cmd_ingest)
 
 
-def _emit(records: list[dict], out: str | None, server: str | None) -> None:
-    from .record import post_record, post_trace, write_records
+def _emit(records: list[dict], out: str | None, server: str | None,
+          base: Path | None = None) -> None:
+    """Write records (with content-derived idempotency keys) to --out and/or post them to
+    --server as one batch, then upload each run's trace set. The whole file is checked before
+    anything is posted; `base` is the folder relative trace paths are relative to."""
+    from .record import check, post_records, post_trace, resolve_trace_files, with_key, write_records
 
+    for i, rec in enumerate(records):
+        try:
+            check(with_key(rec))
+        except ValueError as e:
+            raise CliError(f"record {i}: {e}") from None
     if out:
         write_records(records, out)
-        print(f"wrote {len(records)} run record(s) to {out}", file=sys.stderr)
+        if out != "-":
+            print(f"wrote {len(records)} run record(s) to {out}", file=sys.stderr)
+            base = Path(out).parent
     if server:
-        for n, rec in enumerate(records, 1):
-            files = rec.pop("trace_files", [])
-            rid = post_record(server, rec)
-            print(f"posted run {n}/{len(records)}: id {rid}", file=sys.stderr)
+        sets = [resolve_trace_files(rec, base or Path.cwd()) for rec in records]
+        missing = [str(p) for s in sets for p in s if not p.is_file()]
+        if missing:
+            raise CliError(f"trace file {missing[0]} not found (trace_files are relative to the "
+                           "record file)")
+        ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
+                                    for r in records])
+        print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
+              file=sys.stderr)
+        for rid in ids:
             print(rid, flush=True)  # ids on stdout, one a line, for scripts
+        for rid, files in zip(ids, sets):
             for f in files:
-                res = post_trace(server, rid, Path(f))
-                print(f"  uploaded trace {Path(f).name}: id {res.get('id')}", file=sys.stderr)
+                res = post_trace(server, rid, f, set_size=len(files))
+                print(f"  run {rid}: uploaded trace {f.name} (id {res.get('id')})",
+                      file=sys.stderr)
     if not out and not server:
         json.dump(records, sys.stdout, indent=1)
         print()
@@ -322,7 +341,7 @@ def cmd_ingest(args) -> int:
         raise CliError(str(e)) from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    _emit(records, args.out, args.server)
+    _emit(records, args.out, args.server, base=Path.cwd())
     return 0
 
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 import urllib.error
@@ -29,6 +30,25 @@ def metric(name: str, samples: list[float], unit: str | None = None,
             "direction": direction or (known.direction if known else HIGHER),
             "samples": [float(s) if not float(s).is_integer() or name != "kv_capacity_tokens"
                         else int(s) for s in samples]}
+
+
+KEY_FIELDS = ("benchmark", "config", "hardware", "started_at")
+
+
+def idempotency_key(record: dict) -> str:
+    """A key derived from the record's content (benchmark, config, hardware, start time and
+    samples), so posting the same file twice stores nothing twice (spec/api.md v1.1)."""
+    content = {k: record.get(k) for k in KEY_FIELDS}
+    content["samples"] = {n: m.get("samples") for n, m in sorted((record.get("metrics") or {}).items())}
+    blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return "pw1-" + hashlib.sha256(blob).hexdigest()[:40]
+
+
+def with_key(record: dict) -> dict:
+    """The record with its content-derived idempotency key (an existing key is kept)."""
+    if not record.get("idempotency_key"):
+        record["idempotency_key"] = idempotency_key(record)
+    return record
 
 
 def digest(data: bytes) -> str:
@@ -54,13 +74,58 @@ def check(record: dict) -> None:
             raise ValueError(f"run record: metrics.{name}.samples needs finite numbers")
 
 
-def write_records(records: list[dict], out: str | os.PathLike) -> Path:
+def write_records(records: list[dict], out: str | os.PathLike) -> Path | None:
+    """Write the records as a JSON list (atomically); `-` is standard output. Trace files named
+    by absolute paths are copied into `traces/` beside the record file and named relative to it,
+    so the folder can be copied anywhere and ingested there."""
+    if str(out) == "-":
+        json.dump(records, sys.stdout, indent=1)
+        print()
+        return None
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
+    folder = path.parent / "traces"
+    for rec in records:
+        rel = []
+        for f in rec.get("trace_files") or []:
+            src = Path(f)
+            if src.is_absolute():
+                folder.mkdir(exist_ok=True)
+                dst = folder / src.name
+                if src.resolve() != dst.resolve():
+                    shutil.copyfile(src, dst)
+                rel.append(str(dst.relative_to(path.parent)))
+            else:
+                rel.append(f)
+        if rel:
+            rec["trace_files"] = rel
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(records, indent=1, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
+
+
+def resolve_trace_files(record: dict, base: Path) -> list[Path]:
+    """The record's trace set as paths: relative names are relative to the record file."""
+    return [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
+
+
+def post_records(server: str, records: list[dict], token: str | None = None,
+                 timeout: float = 300) -> list[int]:
+    """POST all records as one batch (all or nothing); returns their ids in order."""
+    body = json.dumps({"runs": records}).encode()
+    req = urllib.request.Request(server.rstrip("/") + "/api/v1/runs/batch", data=body,
+                                 method="POST", headers={"Content-Type": "application/json"})
+    token = token or os.environ.get("PERFWARDEN_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return [int(i) for i in json.loads(r.read())["ids"]]
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"server refused the runs ({e.code}): {_message(e)}") from None
+    except urllib.error.URLError as e:
+        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
 
 
 def post_record(server: str, record: dict, token: str | None = None, timeout: float = 60) -> int:
@@ -100,10 +165,13 @@ class _ProgressReader:
 
 
 def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
-               timeout: float = 600) -> dict:
-    """Stream a trace file to the service (the file is not read into memory)."""
+               timeout: float = 600, set_size: int = 1) -> dict:
+    """Stream a trace file to the service (the file is not read into memory). `set_size`: how
+    many files the run's trace set has (the ranks of a TP run), summarized together once all
+    are there."""
     size = path.stat().st_size
-    url = f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename={urllib.parse.quote(path.name)}"
+    url = (f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename="
+           f"{urllib.parse.quote(path.name)}&set_size={set_size}")
     with open(path, "rb") as raw:
         f = _ProgressReader(raw, size, path.name)
         req = urllib.request.Request(url, data=f, method="POST",

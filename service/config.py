@@ -16,6 +16,7 @@ class Settings(BaseSettings):
     database_url: str = DEFAULT_DB
     data_dir: Path = Path("./perfwarden-data")
     max_body_bytes: int = Field(8 << 20, gt=0, description="run record size limit")
+    max_batch_bytes: int = Field(64 << 20, gt=0, description="run batch size limit")
     max_trace_bytes: int = Field(2 << 30, gt=0, description="trace upload size limit")
     read_auth: bool = False
     bind_host: str = "127.0.0.1"  # set by `perfwarden serve`; writes are open only on loopback

@@ -122,21 +122,22 @@ def create_app(settings: Settings | None = None,
 
 
 def _document_raw_bodies(app: FastAPI) -> None:
-    """POST /api/v1/runs reads its body itself (size cap while streaming), so its schema is put
-    into the OpenAPI document by hand."""
+    """POST /api/v1/runs and /runs/batch read their bodies themselves (size cap while
+    streaming), so their schemas are put into the OpenAPI document by hand."""
     from fastapi.openapi.utils import get_openapi
 
-    from .schemas import RunIn
+    from .schemas import RunBatchIn, RunIn
 
     def openapi():
         if app.openapi_schema:
             return app.openapi_schema
         doc = get_openapi(title=app.title, version=app.version, description=app.description,
                           routes=app.routes)
-        schema = RunIn.model_json_schema(ref_template="#/components/schemas/{model}")
         comps = doc.setdefault("components", {}).setdefault("schemas", {})
-        comps.update(schema.pop("$defs", {}))
-        comps["RunIn"] = schema
+        for model in (RunIn, RunBatchIn):
+            schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            comps.update(schema.pop("$defs", {}))
+            comps[model.__name__] = schema
         app.openapi_schema = doc
         return doc
 

@@ -86,6 +86,24 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     return {"nsys": "nsys", "nsys-gz": "nsys", "nsys-rep": "nsys-rep"}.get(fmt, "kineto"), summary
 
 
+def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
+    """The ranks of one run (one file each), loaded and summarized together."""
+    from collectors.traces.analysis import analyze
+    from collectors.traces.model import concat_traces
+
+    try:
+        traces = [load_trace(p, Options().step_regex, None, name) for p, name in files]
+        summary = analyze(concat_traces(traces), Options())
+    except TraceError as e:
+        msg = str(e)
+        for p, name in files:
+            msg = msg.replace(str(p), name)
+        raise Invalid(msg, "body", code="bad_trace") from None
+    summary["source"] = ", ".join(name for _, name in files)
+    summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
+    return summary
+
+
 def commit_file(tmp: Path, data_dir: Path, sha: str) -> Path:
     final = path_for(data_dir, sha)
     final.parent.mkdir(parents=True, exist_ok=True)

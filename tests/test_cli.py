@@ -76,7 +76,10 @@ def test_ingest_and_gate_against_live_server(live_server, tmp_path):
     f = tmp_path / "runs.json"
     f.write_text(json.dumps(recs))
     r = run("ingest", str(f), "--server", url)
-    assert r.returncode == 0 and "posted run 15/15" in r.stderr
+    assert r.returncode == 0 and "posted 15 run(s) as one batch" in r.stderr
+    first_ids = r.stdout.split()
+    r = run("ingest", str(f), "--server", url)  # a CI retry: the same ids, nothing stored twice
+    assert r.returncode == 0 and r.stdout.split() == first_ids
     import httpx
 
     runs = httpx.get(f"{url}/api/v1/runs", params={"benchmark": "moe-decode-noise"}).json()["data"]
@@ -194,3 +197,58 @@ def test_noise_without_a_database_says_so(tmp_path):
     r = run("noise", "moe-decode", env=env)
     assert r.returncode == 2 and "no database at" in r.stderr
     assert not (tmp_path / "none.db").exists()
+
+
+def test_trace_set_folder_moves_and_ingests_once(live_server, tmp_path):
+    """collect writes records and traces into one folder; the folder can be moved; ingesting it
+    posts the run as one batch and both rank files as one trace set; a retry stores nothing."""
+    import shutil
+
+    import httpx
+
+    url, _ = live_server
+    out = tmp_path / "gpu-node" / "run.json"
+    r = run("collect", "decode", "--device", "cpu", "--tp", "2", "--batch-sizes", "1",
+            "--trials", "2", "--steps", "4", "--warmup", "1", "--profile", "torch", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())[0]
+    assert rec["trace_files"] == ["traces/trace_M1_rank0.json.gz", "traces/trace_M1_rank1.json.gz"]
+    assert rec["idempotency_key"].startswith("pw1-")
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(out.parent), moved)
+    r = run("ingest", str(moved / "run.json"), "--server", url)
+    assert r.returncode == 0, r.stderr
+    rid = int(r.stdout.split()[0])
+    assert "uploaded trace trace_M1_rank1.json.gz" in r.stderr
+    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    assert sorted(t["filename"] for t in got["traces"]) == ["trace_M1_rank0.json.gz",
+                                                            "trace_M1_rank1.json.gz"]
+    assert got["trace_summary"]["source"] == "trace_M1_rank0.json.gz, trace_M1_rank1.json.gz"
+    r = run("ingest", str(moved / "run.json"), "--server", url)
+    assert r.returncode == 0 and int(r.stdout.split()[0]) == rid
+    again = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    assert len(again["traces"]) == 2  # the same files are stored once
+    assert httpx.get(f"{url}/api/v1/runs", params={"benchmark": "moe-decode"}).json()["count"] == 1
+
+
+def test_ingest_is_all_or_nothing_and_out_dash_is_stdout(live_server, tmp_path):
+    import httpx
+
+    url, _ = live_server
+    recs = h200_records("noise", "graphs")[:3]
+    recs[1]["metrics"]["tok_s"]["samples"] = ["fast"]
+    f = tmp_path / "three.json"
+    f.write_text(json.dumps(recs))
+    r = run("ingest", str(f), "--server", url)
+    assert r.returncode == 2 and "record 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert httpx.get(f"{url}/api/v1/runs").json()["count"] == 0
+    recs[1] = {**recs[1], "comit": "abc"}  # passes the collector's check; the server names it
+    recs[1]["metrics"]["tok_s"]["samples"] = [1.0, 2.0, 3.0]
+    f.write_text(json.dumps(recs))
+    r = run("ingest", str(f), "--server", url)
+    assert r.returncode == 2 and "runs.1.comit" in r.stderr
+    assert httpx.get(f"{url}/api/v1/runs").json()["count"] == 0
+    r = run("ingest", str(DATA / "engines" / "serve.json"), "--benchmark", "glm", "--out", "-",
+            "--label", "pr-1")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["label"] == "pr-1"
+    assert not (ROOT / "-").exists()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..env import utc_now
-from ..record import check
+from ..record import check, resolve_trace_files
 from .logs import looks_like_log, parse_log
 from .vllm import (
     EngineOutputError,
@@ -98,10 +98,13 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
                                 "source": {"kind": f"{facts.engine}-log", "file": p.name},
                                 **({"label": label} if label else {}),
                                 **({"kv_cache": {"derived": True}} if facts.kv_derived else {})})
-    for rec in records:
+    for i, rec in enumerate(records):
         if extra_config:
             rec.setdefault("config", {}).update(extra_config)
-        check(rec)
+        try:
+            check(rec)
+        except ValueError as e:
+            raise EngineOutputError(f"record {i}: {e}") from None
     return records, warnings
 
 
@@ -111,9 +114,13 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
         i = [kind_of(o) for o in objs].index(None)
         raise EngineOutputError(f"{p}: object {i + 1} is neither a vllm bench result nor a run record")
     if kinds == {"record"}:
-        for o in objs:
-            if label and "label" not in o:
+        for o in objs:  # the command line wins over what the file says
+            if label:
                 o["label"] = label
+            if benchmark:
+                o["benchmark"] = benchmark
+            if o.get("trace_files"):  # relative to the record file, wherever it was copied
+                o["trace_files"] = [str(f) for f in resolve_trace_files(o, p.parent)]
         return objs
     if len(kinds) > 1:
         raise EngineOutputError(f"{p}: mixes result kinds {sorted(str(k) for k in kinds)}")

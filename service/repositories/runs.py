@@ -158,6 +158,17 @@ def _register_unknown(session: Session, defs: dict[str, tuple[str, str]]) -> Non
                             "builtin": False})
 
 
+def keyed(session: Session, keys: list[str]) -> dict[str, tuple[int, str]]:
+    """key -> (run id, body hash) of stored runs with these idempotency keys."""
+    out: dict[str, tuple[int, str]] = {}
+    for i in range(0, len(keys), 1000):
+        for rid, key, body in session.execute(select(Run.id, Run.idempotency_key, Run.body_sha256)
+                                              .where(Run.idempotency_key.in_(keys[i:i + 1000]))):
+            if key is not None:
+                out[key] = (rid, body)
+    return out
+
+
 def find_by_key(session: Session, key: str) -> Run | None:
     return session.scalars(select(Run).where(Run.idempotency_key == key)).first()
 

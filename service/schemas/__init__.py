@@ -142,6 +142,17 @@ class RunCreated(BaseModel):
     id: int
 
 
+class RunBatchIn(BaseModel):
+    """`POST /api/v1/runs/batch`: all or nothing, in one transaction."""
+
+    model_config = ConfigDict(extra="forbid")
+    runs: Annotated[list[RunIn], Field(min_length=1, max_length=10_000)]
+
+
+class RunBatchCreated(BaseModel):
+    ids: list[int]
+
+
 class MetricOut(BaseModel):
     unit: str
     direction: str
@@ -394,6 +405,7 @@ class TraceOut(BaseModel):
     size_bytes: int
     format: str
     summary: dict[str, Any]
+    set_files: int = 1  # trace files the run holds now
 
 
 class ErrorBody(BaseModel):

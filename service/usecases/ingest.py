@@ -5,6 +5,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..db import transaction
+from ..errors import Conflict, DomainError
 from ..repositories import runs as runs_repo
 from ..schemas import RunIn
 
@@ -25,3 +26,43 @@ def store_run(sessions: sessionmaker[Session], run: RunIn) -> tuple[int, bool]:
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def store_runs(sessions: sessionmaker[Session], runs: list[RunIn]) -> tuple[list[int], int]:
+    """A batch: all or nothing, one transaction. Returns (ids in order, how many were new).
+    A record whose idempotency key is stored (or earlier in the batch) with the same body gives
+    that run's id; with another body, Conflict naming the record."""
+    digests = [runs_repo.body_hash(r) for r in runs]
+    for attempt in range(ATTEMPTS):
+        try:
+            with transaction(sessions) as session:
+                return _store_all(session, runs, digests)
+        except IntegrityError:  # a concurrent request stored one of the keys or series first
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _store_all(session: Session, runs: list[RunIn], digests: list[str]) -> tuple[list[int], int]:
+    known = runs_repo.keyed(session, [r.idempotency_key for r in runs if r.idempotency_key])
+    ids, created = [], 0
+    for i, (run, digest) in enumerate(zip(runs, digests)):
+        key = run.idempotency_key
+        if key and key in known:
+            rid, body = known[key]
+            if body != digest:
+                raise Conflict(f"runs[{i}].idempotency_key: already used with a different run body",
+                               f"runs.{i}.idempotency_key", code="idempotency_conflict")
+            ids.append(rid)
+            continue
+        try:
+            rid, _ = runs_repo.create_run(session, run, digest, check_key=False)
+        except DomainError as e:
+            e.message = f"runs[{i}].{e.message}"
+            e.field = f"runs.{i}.{e.field}" if e.field else f"runs.{i}"
+            raise
+        if key:
+            known[key] = (rid, digest)
+        ids.append(rid)
+        created += 1
+    return ids, created

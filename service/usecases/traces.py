@@ -23,8 +23,11 @@ def check_run(sessions: sessionmaker[Session], run_id: int) -> None:
 
 
 def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Path, name: str,
-           sha: str, size: int) -> dict[str, Any]:
-    """Analyze the received file `tmp`, move it into storage and attach it to the run."""
+           sha: str, size: int, set_size: int = 1) -> tuple[dict[str, Any], bool]:
+    """Analyze the received file `tmp`, move it into storage and attach it to the run.
+    Returns (trace, created). The same content attached to the same run again is the first
+    attachment (stored once). Once the run holds `set_size` files (the ranks of a TP run),
+    the run's summary covers all of them together."""
     try:
         fmt, summary = tracestore.analyze_file(tmp, name)
     except BaseException:
@@ -36,19 +39,30 @@ def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
             run = session.get(Run, run_id)
             if run is None:
                 raise NotFound(f"run {run_id} not found")
+            held = runs_repo.traces_of(session, [run_id])
+            same = next((t for t in held if t.sha256 == sha), None)
+            if same is not None:
+                return _out(same, len(held)), False
             row = TraceFile(run_id=run_id, sha256=sha, filename=name, size_bytes=size, format=fmt,
-                            summary=summary, created_at=datetime.now(timezone.utc))
+                            summary=dict(summary), created_at=datetime.now(timezone.utc))
             session.add(row)
-            run.trace_summary = dict(summary)
             session.flush()
-            trace_id = row.id
+            held.append(row)
+            if len(held) >= set_size:
+                run.trace_summary = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
+                    [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
+            return _out(row, len(held)), True
     except BaseException:
         with transaction(sessions) as session:
             if not runs_repo.trace_with_sha(session, sha):
                 final.unlink(missing_ok=True)
         raise
-    return {"id": trace_id, "run_id": run_id, "sha256": sha, "filename": name, "size_bytes": size,
-            "format": fmt, "summary": summary}
+
+
+def _out(row: TraceFile, set_files: int) -> dict[str, Any]:
+    return {"id": row.id, "run_id": row.run_id, "sha256": row.sha256, "filename": row.filename,
+            "size_bytes": row.size_bytes, "format": row.format, "summary": row.summary,
+            "set_files": set_files}
 
 
 def attach_file(sessions: sessionmaker[Session], data_dir: Path, run_id: int,
@@ -63,7 +77,7 @@ def attach_file(sessions: sessionmaker[Session], data_dir: Path, run_id: int,
         while chunk := src.read(1 << 20):
             h.update(chunk)
             dst.write(chunk)
-    return attach(sessions, data_dir, run_id, tmp, name, h.hexdigest(), path.stat().st_size)
+    return attach(sessions, data_dir, run_id, tmp, name, h.hexdigest(), path.stat().st_size)[0]
 
 
 def download_path(session: Session, data_dir: Path, trace_id: int) -> tuple[Path, str]:

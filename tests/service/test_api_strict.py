@@ -2,6 +2,8 @@
 reopen, proxies, migration state, deleting runs."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import count_rows, minimal_run
@@ -119,3 +121,27 @@ def test_delete_needs_write_scope(client, settings, path):
     client.app.state.no_tokens_until = 0.0
     assert client.delete(path).status_code == 401
     assert client.delete(path, headers={"Authorization": f"Bearer {read}"}).status_code == 403
+
+
+def test_batch_is_all_or_nothing(client, settings):
+    good = [minimal_run(started_at=f"2026-11-0{i + 1}T00:00:00Z", idempotency_key=f"k{i}")
+            for i in range(3)]
+    bad = [good[0], {**good[1], "metrics": {"tok_s": {"samples": [float("nan")]}}}, good[2]]
+    r = client.post("/api/v1/runs/batch", content=json.dumps({"runs": bad}).replace("NaN", '"x"'),
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]["field"].startswith("runs.1.metrics")
+    wrong_dir = [good[0], minimal_run(metrics={"tok_s": {"direction": "lower", "samples": [1]}})]
+    r = client.post("/api/v1/runs/batch", json={"runs": wrong_dir})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "runs.1.metrics.tok_s.direction"
+    assert count_rows(settings.database_url, "runs") == 0
+    r = client.post("/api/v1/runs/batch", json={"runs": good + [good[0]]})
+    assert r.status_code == 201
+    ids = r.json()["ids"]
+    assert len(set(ids)) == 3 and ids[3] == ids[0]
+    assert count_rows(settings.database_url, "runs") == 3
+    r = client.post("/api/v1/runs/batch", json={"runs": good})
+    assert r.status_code == 200 and r.json()["ids"] == ids[:3]  # a retry stores nothing
+    changed = [good[0], {**good[1], "label": "other"}]
+    r = client.post("/api/v1/runs/batch", json={"runs": changed})
+    assert r.status_code == 409 and r.json()["error"]["field"] == "runs.1.idempotency_key"
+    assert count_rows(settings.database_url, "runs") == 3

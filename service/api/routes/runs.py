@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from ... import tracestore
 from ...errors import Invalid, from_validation
-from ...schemas import RunCreated, RunIn, RunList, RunOut, TraceOut
+from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut, TraceOut
 from ...usecases import ingest, runs, traces
 from ..deps import ERRORS, db, read_capped, require_read, require_write
 
@@ -41,6 +41,32 @@ async def create_run(request: Request, background: BackgroundTasks):
     if created and run.repository and run.pr and request.app.state.on_run_created:
         background.add_task(request.app.state.on_run_created, run_id)
     return JSONResponse({"id": run_id}, status_code=201 if created else 200)
+
+
+@router.post("/runs/batch", status_code=201, response_model=RunBatchCreated,
+             responses=ERRORS, dependencies=[Depends(require_write)],
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
+async def create_runs(request: Request, background: BackgroundTasks):
+    """Store many run records at once: all or nothing, one transaction; `422` names the record
+    index and field. A record already stored (same idempotency key and body) gives its id."""
+    s = request.app.state.settings
+    body = await read_capped(request, s.max_batch_bytes, "run batch")
+    try:
+        batch = RunBatchIn.model_validate_json(body)
+    except ValidationError as e:
+        if any(err.get("type") == "json_invalid" for err in e.errors()):
+            raise Invalid(f"body: not valid JSON ({e.errors()[0]['msg']})", "body",
+                          code="invalid_json") from None
+        raise from_validation(e) from None
+    ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
+                                           batch.runs)
+    hook = request.app.state.on_run_created
+    if hook and created:
+        for rid, run in zip(ids, batch.runs):
+            if run.repository and run.pr:
+                background.add_task(hook, rid)
+    return JSONResponse({"ids": ids}, status_code=201 if created else 200)
 
 
 @router.get("/runs", response_model=RunList, dependencies=[Depends(require_read)], responses=ERRORS)
@@ -73,15 +99,18 @@ def delete_run(run_id: Id, request: Request, force: bool = False):
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
 async def upload_trace(run_id: Id, request: Request,
-                       filename: Annotated[str | None, Query(max_length=1000)] = None):
-    """Stream a trace file to content-addressed storage, analyze it, attach the summary."""
+                       filename: Annotated[str | None, Query(max_length=1000)] = None,
+                       set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
+    """Stream a trace file to content-addressed storage, analyze it, attach it. `set_size`:
+    the number of files in the run's trace set (its ranks); once that many are attached, the
+    run's summary covers them together. The same file again is the first upload (200)."""
     s = request.app.state.settings
     name = tracestore.check_filename(filename)
     await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
     tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes)
-    out = await run_in_threadpool(traces.attach, request.app.state.sessions, s.data_dir, run_id,
-                                  tmp, name, sha, size)
-    return JSONResponse(out, status_code=201)
+    out, created = await run_in_threadpool(traces.attach, request.app.state.sessions, s.data_dir,
+                                           run_id, tmp, name, sha, size, set_size)
+    return JSONResponse(out, status_code=201 if created else 200)
 
 
 @router.get("/traces/{trace_id}", dependencies=[Depends(require_read)], responses={
