@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 from ... import tracestore
@@ -21,6 +21,20 @@ Str200 = Annotated[str | None, Query(max_length=200)]
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse(model: type[M], body: bytes) -> M:
+    """A JSON body as `model`; one Invalid naming the first bad field (or the JSON error)."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as e:
+        if any(err.get("type") == "json_invalid" for err in e.errors()):
+            raise Invalid(f"body: not valid JSON ({e.errors()[0]['msg']})", "body",
+                          code="invalid_json") from None
+        raise from_validation(e) from None
+
+
 @router.post("/runs", status_code=201, response_model=RunCreated, responses={
     200: {"model": RunCreated, "description": "same idempotency key and body: the first run"},
     **ERRORS}, dependencies=[Depends(require_write)],
@@ -29,14 +43,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 async def create_run(request: Request, background: BackgroundTasks):
     """Store a run record (spec/api.md). Nothing is stored from a rejected request."""
     s = request.app.state.settings
-    body = await read_capped(request, s.max_body_bytes, "run record")
-    try:
-        run = RunIn.model_validate_json(body)
-    except ValidationError as e:
-        if any(err.get("type") == "json_invalid" for err in e.errors()):
-            raise Invalid(f"body: not valid JSON ({e.errors()[0]['msg']})", "body",
-                          code="invalid_json") from None
-        raise from_validation(e) from None
+    run = _parse(RunIn, await read_capped(request, s.max_body_bytes, "run record"))
     run_id, created = await run_in_threadpool(ingest.store_run, request.app.state.sessions, run)
     if created and run.repository and run.pr and request.app.state.on_run_created:
         background.add_task(request.app.state.on_run_created, run_id)
@@ -51,14 +58,7 @@ async def create_runs(request: Request, background: BackgroundTasks):
     """Store many run records at once: all or nothing, one transaction; `422` names the record
     index and field. A record already stored (same idempotency key and body) gives its id."""
     s = request.app.state.settings
-    body = await read_capped(request, s.max_batch_bytes, "run batch")
-    try:
-        batch = RunBatchIn.model_validate_json(body)
-    except ValidationError as e:
-        if any(err.get("type") == "json_invalid" for err in e.errors()):
-            raise Invalid(f"body: not valid JSON ({e.errors()[0]['msg']})", "body",
-                          code="invalid_json") from None
-        raise from_validation(e) from None
+    batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
     ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
                                            batch.runs)
     hook = request.app.state.on_run_created
