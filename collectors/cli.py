@@ -118,9 +118,34 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--label")
     i.add_argument("--batch-size", type=_positive(int))
     i.add_argument("--output-len", type=_positive(int))
+    i.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config key of every record (repeatable; wins over the file)")
+    i.add_argument("--commit")
+    i.add_argument("--branch")
+    i.add_argument("--gpu", help="GPU model, e.g. 'NVIDIA H200' (default: nvidia-smi)")
+    i.add_argument("--gpu-count", type=_positive(int))
+    i.add_argument("--repository", metavar="OWNER/NAME")
+    i.add_argument("--pr", type=_positive(int))
+    i.add_argument("--trials", action="store_true",
+                   help="the result files are repeats of one configuration: one run")
+    i.add_argument("--no-detect", action="store_true",
+                   help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
     i.add_argument("--out")
     i.set_defaults(func=cmd_ingest)
+
+
+def _config_value(text: str):
+    """KEY=VALUE values: integers, numbers, true/false, else the string."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _emit(records: list[dict], out: str | None, server: str | None,
@@ -210,7 +235,7 @@ def cmd_collect_decode(args) -> int:
 
 
 def cmd_collect_command(args) -> int:
-    from .engines.ingest import ingest
+    from .engines.ingest import ingest, merge_repeats
     from .engines.vllm import EngineOutputError
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -256,26 +281,11 @@ def cmd_collect_command(args) -> int:
     except EngineOutputError as e:
         raise CliError(str(e)) from None
     if len(results) > 1 and records:
-        records = _merge_repeats(records)
+        records = merge_repeats(records)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     _emit(records, args.out, args.server)
     return 0
-
-
-def _merge_repeats(records: list[dict]) -> list[dict]:
-    """Repeats of one command are the trials of one run: samples pooled per configuration."""
-    merged: dict[str, dict] = {}
-    for r in records:
-        key = json.dumps([r["benchmark"], r.get("config", {})], sort_keys=True)
-        if key not in merged:
-            merged[key] = r
-            continue
-        for name, m in r["metrics"].items():
-            tgt = merged[key]["metrics"].setdefault(name, {**m, "samples": []})
-            if name not in ("kv_capacity_tokens", "kv_max_concurrency"):
-                tgt["samples"] = tgt["samples"] + m["samples"] if tgt is not m else tgt["samples"]
-    return list(merged.values())
 
 
 def cmd_analyze(args) -> int:
@@ -331,12 +341,22 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_ingest(args) -> int:
-    from .engines.ingest import ingest
+    from .engines.ingest import Identity, ingest
     from .engines.vllm import EngineOutputError
 
+    config = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--config {item!r}: expected KEY=VALUE")
+        config[key] = _config_value(value)
+    ident = Identity(config=config, commit=args.commit, branch=args.branch, gpu=args.gpu,
+                     gpu_count=args.gpu_count, repository=args.repository, pr=args.pr,
+                     detect=not args.no_detect)
     try:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
-                                   batch_size=args.batch_size, output_len=args.output_len)
+                                   batch_size=args.batch_size, output_len=args.output_len,
+                                   identity=ident, trials=args.trials)
     except (EngineOutputError, ValueError) as e:
         raise CliError(str(e)) from None
     for w in warnings:

@@ -32,6 +32,20 @@ def git_info(cwd: str | None = None) -> dict:
     return out
 
 
+def git_identity(cwd: str | None = None) -> dict:
+    """The commit under test: GITHUB_SHA / GITHUB_REF_NAME in CI, else the working repository."""
+    sha, ref = os.environ.get("GITHUB_SHA"), os.environ.get("GITHUB_REF_NAME")
+    if sha:
+        return {"commit": sha[:12], **({"branch": ref} if ref else {})}
+    return git_info(cwd)
+
+
+def nvidia_smi_gpus() -> list[str]:
+    """GPU model names on this node (empty without nvidia-smi)."""
+    out = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    return [line.strip() for line in out.splitlines() if line.strip()] if out else []
+
+
 def hardware(device: str, gpu_count: int) -> dict:
     hw: dict = {"host": socket.gethostname(), "gpu_count": gpu_count}
     if device == "cuda":

@@ -252,3 +252,13 @@ def test_ingest_is_all_or_nothing_and_out_dash_is_stdout(live_server, tmp_path):
             "--label", "pr-1")
     assert r.returncode == 0 and json.loads(r.stdout)[0]["label"] == "pr-1"
     assert not (ROOT / "-").exists()
+    r = run("ingest", str(DATA / "engines" / "serve.json"), "--out", "-", "--config", "tp=8",
+            "--config", "cuda_graphs=true", "--gpu", "NVIDIA H200", "--gpu-count", "8",
+            "--commit", "abc1234", "--branch", "main", "--repository", "acme/engine", "--pr", "150")
+    rec = json.loads(r.stdout)[0]
+    assert rec["config"]["tp"] == 8 and rec["config"]["cuda_graphs"] is True
+    assert rec["hardware"] == {"gpu": "NVIDIA H200", "gpu_count": 8}
+    assert (rec["commit"], rec["pr"], rec["repository"]) == ("abc1234", 150, "acme/engine")
+    assert rec["idempotency_key"].startswith("pw1-")
+    r = run("ingest", str(DATA / "engines" / "serve.json"), "--config", "tp")
+    assert r.returncode == 2 and "expected KEY=VALUE" in r.stderr

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..env import utc_now
+from ..env import git_identity, nvidia_smi_gpus, utc_now
 from ..record import check, resolve_trace_files
 from .logs import looks_like_log, parse_log
 from .vllm import (
@@ -48,10 +50,75 @@ def _read_json_or_lines(path: Path, text: str) -> list[dict] | None:
     return out
 
 
+@dataclass
+class Identity:
+    """What a result file cannot say about itself (spec/api.md v1.1, `perfwarden ingest`):
+    given on the command line it wins over the file; missing, engine outputs take the commit
+    from GITHUB_SHA/GITHUB_REF_NAME or the working repository and the GPU from nvidia-smi."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    commit: str | None = None
+    branch: str | None = None
+    gpu: str | None = None
+    gpu_count: int | None = None
+    repository: str | None = None
+    pr: int | None = None
+    detect: bool = True  # look at the environment for what is not given
+
+
+def _apply_identity(rec: dict, ident: Identity, engine_output: bool, env: dict) -> None:
+    rec["config"] = {**rec.get("config", {}), **ident.config}
+    hw = dict(rec.get("hardware") or {})
+    if engine_output and ident.detect:
+        for k in ("commit", "branch"):
+            if k in env["git"] and not rec.get(k):
+                rec[k] = env["git"][k]
+        if env["gpus"] and not hw.get("gpu"):
+            hw["gpu"] = env["gpus"][0]
+        if not hw.get("gpu_count"):
+            cfg = rec["config"]
+            ranks = 1
+            for k in ("tp", "pp", "dcp"):
+                if isinstance(cfg.get(k), int):
+                    ranks *= cfg[k]
+            if ranks > 1 or "tp" in cfg:
+                hw["gpu_count"] = ranks
+            elif env["gpus"]:
+                hw["gpu_count"] = len(env["gpus"])
+    for k in ("commit", "branch", "repository", "pr"):
+        if getattr(ident, k) is not None:
+            rec[k] = getattr(ident, k)
+    if ident.gpu is not None:
+        hw["gpu"] = ident.gpu
+    if ident.gpu_count is not None:
+        hw["gpu_count"] = ident.gpu_count
+    if hw:
+        rec["hardware"] = hw
+
+
+def merge_repeats(records: list[dict]) -> list[dict]:
+    """Repeats of one configuration are the trials of one run: samples pooled per
+    configuration (one result file is one sample); exact metrics keep the first value."""
+    merged: dict[str, dict] = {}
+    for r in records:
+        key = json.dumps([r["benchmark"], r.get("config", {})], sort_keys=True)
+        if key not in merged:
+            merged[key] = {**r, "metrics": {n: {**m, "samples": list(m["samples"])}
+                                            for n, m in r["metrics"].items()}}
+            continue
+        for name, m in r["metrics"].items():
+            tgt = merged[key]["metrics"].setdefault(name, {**m, "samples": []})
+            if name not in ("kv_capacity_tokens", "kv_max_concurrency"):
+                tgt["samples"].extend(m["samples"])
+    return list(merged.values())
+
+
 def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str | None = None,
            batch_size: int | None = None, output_len: int | None = None,
-           extra_config: dict | None = None) -> tuple[list[dict], list[str]]:
-    """Returns (run records, warnings). Raises EngineOutputError on unusable input."""
+           extra_config: dict | None = None, identity: Identity | None = None,
+           trials: bool = False) -> tuple[list[dict], list[str]]:
+    """Returns (run records, warnings). Raises EngineOutputError on unusable input. `trials`:
+    the result files are repeats of one configuration and become one run."""
     records: list[dict] = []
     log_facts = []
     warnings: list[str] = []
@@ -80,7 +147,10 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
                                     "log with KV-cache lines")
         if not objs:
             raise EngineOutputError(f"{p}: no JSON objects")
-        records.extend(_from_objects(p, objs, benchmark, label, batch_size, output_len))
+        got = _from_objects(p, objs, benchmark, label, batch_size, output_len)
+        for r in got:
+            r["_engine"] = kind_of(objs[0]) != "record"
+        records.extend(got)
     if log_facts:
         if records:
             for _, facts in log_facts:
@@ -98,9 +168,19 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
                                 "source": {"kind": f"{facts.engine}-log", "file": p.name},
                                 **({"label": label} if label else {}),
                                 **({"kv_cache": {"derived": True}} if facts.kv_derived else {})})
+    if trials:
+        records = merge_repeats(records)
+    ident = identity or Identity(detect=False)
+    env = {"git": git_identity() if ident.detect else {},
+           "gpus": nvidia_smi_gpus() if ident.detect else []}
     for i, rec in enumerate(records):
+        engine_output = rec.pop("_engine", True)
         if extra_config:
             rec.setdefault("config", {}).update(extra_config)
+        _apply_identity(rec, ident, engine_output, env)
+        if not (rec.get("hardware") or {}).get("gpu"):
+            warnings.append(f"record {i} ({rec['benchmark']}): no GPU model is known (give --gpu); "
+                            "it cannot be matched to a series of another GPU")
         try:
             check(rec)
         except ValueError as e:

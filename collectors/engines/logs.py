@@ -9,7 +9,7 @@ from ..record import metric
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VLLM_KV = re.compile(r"GPU KV cache size:\s*([\d,_]+)\s*tokens")
-VLLM_BLOCKS = re.compile(r"# GPU blocks:\s*([\d,]+)")
+VLLM_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks:\s*([\d,]+)")  # older vLLM logs said CUDA
 VLLM_BLOCK_SIZE = re.compile(r"block[_ ]size[=:\s]+(\d+)")
 VLLM_CONC = re.compile(r"Maximum concurrency for\s*([\d,]+)\s*tokens per request:\s*([\d.]+)x")
 SGL_MAX = re.compile(r"max_total_num_tokens\s*=\s*(\d+)")
@@ -73,7 +73,7 @@ def parse_log(path: Path, text: str | None = None) -> LogFacts:
             block_size = int(bs[-1]) if bs else VLLM_DEFAULT_BLOCK_SIZE
             facts.kv_capacity_tokens = min(blocks) * block_size
             facts.kv_derived = True
-            facts.warnings.append(f"{path.name}: KV capacity derived as # GPU blocks "
+            facts.warnings.append(f"{path.name}: KV capacity derived as # GPU/CUDA blocks "
                                   f"{min(blocks):,} x block size {block_size}")
     conc = VLLM_CONC.findall(text)
     if conc:

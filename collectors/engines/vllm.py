@@ -23,6 +23,8 @@ def kind_of(obj: dict) -> str | None:
         return "record"
     if "output_throughput" in obj or ("completed" in obj and "request_throughput" in obj):
         return "serve"
+    if any(_SERVE_LATENCY.match(k) for k in obj):  # a serve result with latency statistics only
+        return "serve"
     if "latencies" in obj and ("avg_latency" in obj or "percentiles" in obj):
         return "latency"
     if "tokens_per_second" in obj and "requests_per_second" in obj:
@@ -61,7 +63,9 @@ def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
     if completed is not None and (not isinstance(completed, (int, float)) or completed <= 0):
         raise EngineOutputError(f"{path}: no request completed (completed={completed}); "
                                 "refusing to record a throughput of zero")
-    out = {"tok_s": _num(path, obj, "output_throughput")}
+    out = {}
+    if "output_throughput" in obj:
+        out["tok_s"] = _num(path, obj, "output_throughput")
     if "total_token_throughput" in obj:
         out["total_tok_s"] = _num(path, obj, "total_token_throughput")
     if "request_throughput" in obj:
@@ -71,6 +75,8 @@ def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
             key = f"{stat}_{lat}_ms"
             if key in obj and obj[key] is not None:
                 out[f"{lat}_ms_{suffix}"] = _num(path, obj, key)
+    if not out:
+        raise EngineOutputError(f"{path}: no throughput or latency statistics in this result")
     return out
 
 
@@ -100,8 +106,15 @@ def latency_samples(path: Path, obj: dict, batch_size: int | None, output_len: i
     return out
 
 
-_FLAG = re.compile(r"--(batch[-_]size|output[-_]len|input[-_]len|tensor[-_]parallel[-_]size|"
-                   r"max[-_]concurrency|request[-_]rate)[= ](\S+)")
+_FLAG = re.compile(r"(?:^|\s)(?:--(batch[-_]size|output[-_]len|input[-_]len|random[-_]input[-_]len|"
+                   r"random[-_]output[-_]len|tensor[-_]parallel[-_]size|pipeline[-_]parallel[-_]size|"
+                   r"decode[-_]context[-_]parallel[-_]size|max[-_]concurrency|request[-_]rate|dtype)"
+                   r"|-(tp|pp|dcp))[= ](\S+)")
+# canonical config keys (spec/api.md, "Run record") of the flags above
+_CANONICAL = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp",
+              "decode_context_parallel_size": "dcp", "max_concurrency": "concurrency",
+              "random_input_len": "input_len", "random_output_len": "output_len"}
+_SERVE_LATENCY = re.compile(r"^(mean|median|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
 
 
 def commands_beside(path: Path) -> dict:
@@ -121,9 +134,9 @@ def parse_flags(text: str) -> dict:
         text = " ".join(tokens)
     except ValueError:
         pass
-    for k, v in _FLAG.findall(text):
-        k = k.replace("-", "_")
-        k = {"tensor_parallel_size": "tp", "max_concurrency": "concurrency"}.get(k, k)
+    for long, short, v in _FLAG.findall(text):
+        k = (long or short).replace("-", "_")
+        k = _CANONICAL.get(k, k)
         try:
             out[k] = int(v)
         except ValueError:

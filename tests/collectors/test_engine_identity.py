@@ -1,0 +1,101 @@
+"""Engine identity on ingest (spec/api.md v1.1, `perfwarden ingest`): command-line flags win,
+stored command lines give canonical keys, CI and nvidia-smi give commit and GPU, and what cannot
+be known is said."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from collectors.engines.ingest import Identity, ingest
+from tests.conftest import DATA
+
+SERVE = json.loads((DATA / "engines" / "serve.json").read_text())
+
+
+def write(tmp_path, name, obj, commands=None):
+    p = tmp_path / name
+    p.write_text(json.dumps(obj))
+    if commands:
+        p.with_name(p.name + ".commands").write_text(commands)
+    return p
+
+
+@pytest.fixture
+def fake_gpu_node(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do echo 'NVIDIA H200'; done\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("GITHUB_SHA", "6420fe5c0ffee1234567890abcdef")
+    monkeypatch.setenv("GITHUB_REF_NAME", "fix/moe-order")
+
+
+def test_stored_command_line_gives_canonical_keys(tmp_path, fake_gpu_node):
+    p = write(tmp_path, "serve.json", SERVE, commands=(
+        "vllm bench serve --model zai-org/GLM-4.6 -tp 8 --random-input-len 1024 "
+        "--random-output-len 128 --max-concurrency 1 --dtype bfloat16"))
+    (rec,), warnings = ingest([p], identity=Identity())
+    cfg = rec["config"]
+    assert cfg["tp"] == 8 and cfg["input_len"] == 1024 and cfg["output_len"] == 128
+    assert cfg["concurrency"] == 1 and cfg["dtype"] == "bfloat16"
+    assert rec["hardware"] == {"gpu": "NVIDIA H200", "gpu_count": 8}
+    assert rec["commit"] == "6420fe5c0ffe" and rec["branch"] == "fix/moe-order"
+    assert warnings == []
+
+
+def test_command_line_flags_win(tmp_path, fake_gpu_node):
+    p = write(tmp_path, "serve.json", SERVE, commands="vllm bench serve -tp 8")
+    ident = Identity(config={"tp": 4, "mtp": 0}, commit="abc1234", branch="main", gpu="NVIDIA H100",
+                     gpu_count=4, repository="acme/engine", pr=150)
+    (rec,), _ = ingest([p], benchmark="glm52-decode", label="pr-150", identity=ident)
+    assert rec["benchmark"] == "glm52-decode" and rec["label"] == "pr-150"
+    assert rec["config"]["tp"] == 4 and rec["config"]["mtp"] == 0
+    assert rec["hardware"] == {"gpu": "NVIDIA H100", "gpu_count": 4}
+    assert (rec["commit"], rec["branch"], rec["repository"], rec["pr"]) == (
+        "abc1234", "main", "acme/engine", 150)
+    # a perfwarden record names its own benchmark and label: the command line still wins
+    own = write(tmp_path, "run.json", [{**rec, "label": "old", "benchmark": "old"}])
+    (again,), _ = ingest([own], benchmark="new", label="pr-151", identity=Identity())
+    assert again["benchmark"] == "new" and again["label"] == "pr-151"
+
+
+def test_no_gpu_model_is_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi, no git
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    p = write(tmp_path, "serve.json", SERVE)
+    (rec,), warnings = ingest([p], identity=Identity())
+    assert "gpu" not in (rec.get("hardware") or {})
+    assert len(warnings) == 1 and "no GPU model is known (give --gpu)" in warnings[0]
+
+
+def test_latency_only_serve_result_gives_latency_metrics(tmp_path):
+    only = {k: v for k, v in SERVE.items() if "_ms" in k or k in ("date", "model_id")}
+    only.update({"mean_e2el_ms": 9120.4, "p99_e2el_ms": 9388.0})
+    (rec,), _ = ingest([write(tmp_path, "nightly.json", only)])
+    assert set(rec["metrics"]) == {"ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99", "tpot_ms_mean",
+                                   "tpot_ms_median", "tpot_ms_p99", "itl_ms_mean", "itl_ms_median",
+                                   "itl_ms_p99", "e2el_ms_mean", "e2el_ms_p99"}
+    assert rec["metrics"]["e2el_ms_mean"]["direction"] == "lower"
+
+
+def test_old_vllm_cuda_blocks_log_is_read(tmp_path):
+    log = tmp_path / "old.log"
+    log.write_text("INFO llm_engine.py:100] Initializing an LLM engine with config: block_size=16\n"
+                   "INFO worker.py:120] # CUDA blocks: 2048, # CPU blocks: 512\n")
+    (rec,), warnings = ingest([log])
+    assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [2048 * 16]
+    assert any("derived as # GPU/CUDA blocks 2,048 x block size 16" in w for w in warnings)
+
+
+def test_trials_pool_result_files_into_one_run(tmp_path):
+    files = [write(tmp_path, f"r{i}.json", {**SERVE, "output_throughput": 88.0 + i})
+             for i in range(3)]
+    records, _ = ingest(files, benchmark="glm")
+    assert len(records) == 3
+    (one,), _ = ingest(files, benchmark="glm", trials=True)
+    assert one["metrics"]["tok_s"]["samples"] == [88.0, 89.0, 90.0]
