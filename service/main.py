@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None,
     from .api.deps import strict_query
 
     app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
+                  docs_url=None, redoc_url=None,
                   description="Profiler-guided performance regression checks for LLM inference "
                               "engines (spec/api.md).")
     app.state.settings = settings
@@ -114,11 +115,37 @@ def create_app(settings: Settings | None = None,
             return JSONResponse(body, status_code=503)
         return body
 
+    _offline_docs(app)
     from dashboards.routes import mount
 
     mount(app)
     _document_raw_bodies(app)
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """/docs and /redoc from assets the service serves itself (no CDN: they work offline)."""
+    from pathlib import Path
+
+    import fastapi_offline
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount("/static/docs", StaticFiles(directory=str(assets)), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="perfwarden API",
+                                   swagger_js_url="/static/docs/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/docs/swagger-ui.css",
+                                   swagger_favicon_url="/static/docs/favicon.png")
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc():
+        return get_redoc_html(openapi_url="/openapi.json", title="perfwarden API",
+                              redoc_js_url="/static/docs/redoc.standalone.js",
+                              redoc_favicon_url="/static/docs/favicon.png", with_google_fonts=False)
 
 
 def _document_raw_bodies(app: FastAPI) -> None:
