@@ -13,7 +13,8 @@ import types
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Union
 
@@ -59,6 +60,12 @@ try:  # optional fast path
         dur: Union[float, str] = 0.0
         args: Union[_Args, None] = None
 
+    class _ExactEvent(_Event, gc=False):
+        # absolute epoch microseconds (older PyTorch, about 1.7e15) do not survive float64:
+        # such traces keep the numbers' text and convert it exactly (_exact_ns)
+        ts: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
+        dur: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
+
     class _Doc(msgspec.Struct, gc=False):
         traceEvents: list[_Event] = []
 
@@ -70,6 +77,7 @@ try:  # optional fast path
     _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
     _STR = msgspec.json.Decoder(str)
     _LIST = msgspec.json.Decoder(list[_Event])
+    _EXACT_LIST = msgspec.json.Decoder(list[_ExactEvent])
     BATCH = 16384
 except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
     msgspec = None  # type: ignore[assignment]
@@ -97,9 +105,40 @@ def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearra
     return out
 
 
-def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]]]:
-    """(event count, batches of events). With msgspec the document is first split into raw
-    event slices (cheap), then decoded a batch at a time, so decoded events never pile up."""
+# float64 microseconds times 1000 stay exact nanoseconds below this magnitude
+EXACT_LIMIT_US = 2.0 ** 53 / 1000
+
+
+def _exact_ns(v: Any) -> int:
+    """A JSON number's text (microseconds) as exact integer nanoseconds (rounded half up)."""
+    if isinstance(v, bool):
+        raise TypeError("a boolean is no time")
+    if isinstance(v, int):
+        return v * 1000
+    if isinstance(v, Decimal):
+        return int((v * 1000).to_integral_value(ROUND_HALF_UP))
+    s = bytes(v).strip().strip(b'"') if not isinstance(v, str) else v.strip().encode()
+    if s[:1] == b"-" or b"e" in s or b"E" in s:
+        return int((Decimal(s.decode()) * 1000).to_integral_value(ROUND_HALF_UP))
+    ip, _, fp = s.partition(b".")
+    return int(ip or b"0") * 1000 + (int((fp + b"0000")[:4]) + 5) // 10
+
+
+def _needs_exact(events: list[Any]) -> bool:
+    for e in events:
+        try:
+            if float(e.ts) >= EXACT_LIMIT_US:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]], bool]:
+    """(event count, batches of events, exact). With msgspec the document is first split into
+    raw event slices (cheap), then decoded a batch at a time, so decoded events never pile up.
+    `exact`: the timestamps are absolute epoch microseconds; events then carry the numbers'
+    text for _exact_ns."""
     head = bytes(raw[:4096]).lstrip()
     if not head or head[:1] not in (b"{", b"["):
         raise TraceError(f"{path}: not a JSON trace (expected a Chrome trace object)")
@@ -111,23 +150,29 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
                 slices = _RAW_DOC.decode(raw).traceEvents
                 if not slices and b'"traceEvents"' not in raw:
                     raise TraceError(f"{path}: JSON object has no traceEvents field")
-            first = _LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
+            first: list[Any] = _LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
+            exact = _needs_exact(first)
+            if exact:
+                first = _EXACT_LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
         except msgspec.ValidationError:
             slices = None  # unusual field types: the generic path below copes
         except msgspec.DecodeError as e:
             raise TraceError(f"{path}: malformed JSON ({e})") from None
         if slices is not None:
+            decoder = _EXACT_LIST if exact else _LIST
+
             def batches() -> Iterator[list[Any]]:
                 yield first
                 for i in range(BATCH, len(slices), BATCH):
                     try:
-                        yield _LIST.decode(b"[" + b",".join(slices[i:i + BATCH]) + b"]")
+                        yield decoder.decode(b"[" + b",".join(slices[i:i + BATCH]) + b"]")
                     except msgspec.ValidationError:  # a rare odd event: decode it generically
                         yield [_GenericEvent(e) for e in json.loads(
-                            b"[" + b",".join(slices[i:i + BATCH]) + b"]") if isinstance(e, dict)]
-            return len(slices), batches()
+                            b"[" + b",".join(slices[i:i + BATCH]) + b"]", parse_float=Decimal)
+                            if isinstance(e, dict)]
+            return len(slices), batches(), exact
     try:
-        doc = json.loads(raw)
+        doc = json.loads(raw, parse_float=Decimal)  # exact; converted below as the magnitude needs
     except (ValueError, UnicodeDecodeError) as e:
         raise TraceError(f"{path}: malformed JSON ({str(e).splitlines()[0]})") from None
     if isinstance(doc, dict):
@@ -137,7 +182,8 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
     if not isinstance(doc, list):
         raise TraceError(f"{path}: traceEvents is not a list")
     events = [_GenericEvent(e) for e in doc if isinstance(e, dict)]
-    return len(events), iter([events])
+    exact = _needs_exact(events)
+    return len(events), iter([events]), exact
 
 
 class _GenericArgs:
@@ -183,7 +229,8 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
     raw = read_bytes(path, prog if big else None)
     if big:
         prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
-    n_events, batches = _events(path, raw)
+    n_events, batches, exact = _events(path, raw)
+    num: Callable[[Any], float | int] = _exact_ns if exact else float
     prog.start(n_events, f"scanning {path.name}")
     rx = re.compile(step_regex) if step_regex else None
 
@@ -191,9 +238,12 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
     thread_keys: dict[tuple, int] = {}
     proc_keys: dict[Any, int] = {}
     # compact columns (8 bytes a value, no Python objects): a large trace has millions of ops
-    o_ts, o_dur = array("d"), array("d")
+    tcode = "q" if exact else "d"  # exact: integer nanoseconds; else float microseconds
+    o_ts: array[Any] = array(tcode)
+    o_dur: array[Any] = array(tcode)
     o_dev, o_stream, o_corr, o_name, o_kind = (array("q") for _ in range(5))
-    c_ts, c_dur = array("d"), array("d")
+    c_ts: array[Any] = array(tcode)
+    c_dur: array[Any] = array(tcode)
     c_thr, c_corr, c_proc = (array("q") for _ in range(3))
     r_ts, r_dur, r_thr, r_proc, r_names = ([] for _ in range(5))
     range_counts: Counter = Counter()
@@ -228,9 +278,9 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
                 continue
             kind = OP_CATS.get(cat)
             try:
-                ts = float(e.ts)
-                dur = float(e.dur)
-            except (TypeError, ValueError):
+                ts = num(e.ts)
+                dur = num(e.dur)
+            except (TypeError, ValueError, ArithmeticError):
                 n_bad += 1
                 continue
             a = e.args
@@ -271,6 +321,8 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
         prog.advance(len(events), "events")
 
     def ns(values: Any) -> np.ndarray:
+        if exact:
+            return np.asarray(values, dtype=np.int64)
         return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
 
     i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
