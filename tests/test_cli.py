@@ -262,3 +262,21 @@ def test_ingest_is_all_or_nothing_and_out_dash_is_stdout(live_server, tmp_path):
     assert rec["idempotency_key"].startswith("pw1-")
     r = run("ingest", str(DATA / "engines" / "serve.json"), "--config", "tp")
     assert r.returncode == 2 and "expected KEY=VALUE" in r.stderr
+
+
+def test_serve_refuses_a_database_behind_head(pg_ok):
+    """PostgreSQL is migrated apart (`perfwarden db upgrade`): serve says so instead of
+    answering 500 everywhere."""
+    if not pg_ok:
+        pytest.skip("PostgreSQL not available")
+    from service import migrate
+    from tests.conftest import new_pg_database
+
+    url, drop = new_pg_database()
+    try:
+        migrate.upgrade(url, "0001")
+        r = run("serve", "--port", "1", env={"PERFWARDEN_DATABASE_URL": url}, timeout=60)
+        assert r.returncode == 2 and f"at revision 0001, not {migrate.head()}" in r.stderr
+        assert "perfwarden db upgrade" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    finally:
+        drop()

@@ -5,15 +5,17 @@ import hashlib
 import json
 import statistics
 import weakref
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import cast
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import Table, delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from collectors.metrics import UNKNOWN_THRESHOLD_PCT, lookup
 
-from ..errors import Conflict, Invalid, NotFound
+from ..errors import Conflict, DomainError, Invalid, NotFound
 from ..models import Baseline, Benchmark, MetricDef, Run, RunMetric, Sample, Series, TraceFile
 from ..schemas import RunIn
 
@@ -87,13 +89,23 @@ def _benchmark_id(session: Session, name: str) -> int:
     key = ("benchmark", name)
     if key in cache:
         return cache[key]
+    mine = _made_here(session)
+    if key in mine:
+        return mine[key]
     found = benchmark(session, name)
     if found is not None:  # only committed rows are cached, never one this transaction made
         cache[key] = found.id
         return found.id
     created = benchmark(session, name, create=True)
     assert created is not None
+    mine[key] = created.id
     return created.id
+
+
+def _made_here(session: Session) -> dict:
+    """Rows this transaction created: looked up here, never put in the shared cache (the
+    transaction may still roll back)."""
+    return session.info.setdefault("pw_made_here", {})
 
 
 def _series_id(session: Session, bench_id: int, config: dict, hardware: dict) -> int:
@@ -102,12 +114,16 @@ def _series_id(session: Session, bench_id: int, config: dict, hardware: dict) ->
     key = ("series", bench_id, h, gpu, count)
     if key in cache:
         return cache[key]
+    mine = _made_here(session)
+    if key in mine:
+        return mine[key]
     lookup = {"benchmark_id": bench_id, "config_hash": h, "gpu": gpu, "gpu_count": count}
     found = session.scalars(select(Series).filter_by(**lookup)).first()
-    if found is not None:
+    if found is not None:  # committed: this transaction's own rows are in `mine`
         cache[key] = found.id
         return found.id
-    return _get_or_create(session, Series, lookup, {"config": config}).id
+    made = mine[key] = _get_or_create(session, Series, lookup, {"config": config}).id
+    return made
 
 
 def series_key(config: dict, hardware: dict) -> tuple[str, str, int]:
@@ -173,6 +189,11 @@ def find_by_key(session: Session, key: str) -> Run | None:
     return session.scalars(select(Run).where(Run.idempotency_key == key)).first()
 
 
+RUNS = cast(Table, Run.__table__)
+SAMPLES = cast(Table, Sample.__table__)
+RUN_METRICS = cast(Table, RunMetric.__table__)
+
+
 def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
                ) -> tuple[int, bool]:
     """Store a run with its samples. Returns (id, created). 409 for a reused key, other body.
@@ -183,36 +204,56 @@ def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
         prior = find_by_key(session, run.idempotency_key)
         if prior is not None:
             return _same_or_conflict(prior, digest)
-    defs = check_registry(session, run)
-    bench_id = _benchmark_id(session, run.benchmark)
-    series_id = _series_id(session, bench_id, run.config, run.hardware)
-    _register_unknown(session, defs)
+    return create_runs(session, [run], [digest])[0], True
+
+
+def create_runs(session: Session, runs: list[RunIn], digests: list[str],
+                on_error: Callable[[int, DomainError], None] | None = None) -> list[int]:
+    """Store new runs with their samples: one INSERT ... RETURNING for the runs, one
+    executemany each for samples and per-run figures (Core statements: the ORM's unit of work
+    costs more CPU than the statements). A concurrent duplicate key fails with IntegrityError;
+    the caller retries. `on_error(index, error)` may rename a record's error before it is
+    raised."""
     now = datetime.now(timezone.utc)
-    extra = run.extras()
-    # Core INSERT ... RETURNING: the ORM unit of work costs more CPU than the statement itself
-    run_id = session.execute(insert(Run).values(
-        benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
-        branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
-        hardware=run.hardware, environment=run.environment, started_at=run.started_at or now,
-        created_at=now, idempotency_key=run.idempotency_key, body_sha256=digest,
-        determinism=run.determinism, trace_summary=run.trace_summary, extra=extra,
-    ).returning(Run.id)).scalar_one()  # a concurrent duplicate key fails here; caller retries
+    rows, defs_of = [], []
+    for i, run in enumerate(runs):
+        try:
+            defs = check_registry(session, run)
+            bench_id = _benchmark_id(session, run.benchmark)
+            series_id = _series_id(session, bench_id, run.config, run.hardware)
+            _register_unknown(session, defs)
+        except DomainError as e:
+            if on_error is not None:
+                on_error(i, e)
+            raise
+        defs_of.append(defs)
+        rows.append(dict(
+            benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
+            branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
+            hardware=run.hardware, environment=run.environment, started_at=run.started_at or now,
+            created_at=now, idempotency_key=run.idempotency_key, body_sha256=digests[i],
+            determinism=run.determinism, trace_summary=run.trace_summary, extra=run.extras()))
+    if len(rows) == 1:
+        ids = [session.execute(RUNS.insert().values(**rows[0]).returning(RUNS.c.id)).scalar_one()]
+    else:
+        ids = list(session.execute(RUNS.insert().returning(RUNS.c.id, sort_by_parameter_order=True),
+                                   rows).scalars())
     samples: list[dict] = []
     stats: list[dict] = []
-    for name, m in run.metrics.items():
-        unit, direction = defs[name]
-        vals = [float(v) for v in m.samples]
-        samples.extend({"run_id": run_id, "metric": name, "trial": i, "value": v}
-                       for i, v in enumerate(vals))
-        stats.append({"run_id": run_id, "metric": name, "unit": unit, "direction": direction,
-                      "n": len(vals), "mean": statistics.fmean(vals),
-                      "median": statistics.median(vals),
-                      "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
-    # executemany with one cached statement (psycopg pipelines the rows; a multi-VALUES insert
-    # would be compiled anew for every run size)
-    session.execute(insert(Sample), samples)
-    session.execute(insert(RunMetric), stats)
-    return run_id, True
+    for run_id, run, defs in zip(ids, runs, defs_of):
+        for name, m in run.metrics.items():
+            unit, direction = defs[name]
+            vals = [float(v) for v in m.samples]
+            samples.extend({"run_id": run_id, "metric": name, "trial": i, "value": v}
+                           for i, v in enumerate(vals))
+            stats.append({"run_id": run_id, "metric": name, "unit": unit, "direction": direction,
+                          "n": len(vals), "mean": statistics.fmean(vals),
+                          "median": statistics.median(vals),
+                          "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
+    # executemany with one cached statement each (psycopg pipelines the rows)
+    session.execute(SAMPLES.insert(), samples)
+    session.execute(RUN_METRICS.insert(), stats)
+    return ids
 
 
 def _same_or_conflict(prior: Run, digest: str) -> tuple[int, bool]:

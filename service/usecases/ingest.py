@@ -45,24 +45,31 @@ def store_runs(sessions: sessionmaker[Session], runs: list[RunIn]) -> tuple[list
 
 def _store_all(session: Session, runs: list[RunIn], digests: list[str]) -> tuple[list[int], int]:
     known = runs_repo.keyed(session, [r.idempotency_key for r in runs if r.idempotency_key])
-    ids, created = [], 0
+    ids: list[int | None] = []
+    new: list[int] = []  # indexes of the records to store
+    pending: dict[str, int] = {}  # key -> index of its first new record in this batch
     for i, (run, digest) in enumerate(zip(runs, digests)):
         key = run.idempotency_key
-        if key and key in known:
-            rid, body = known[key]
+        if key and (key in known or key in pending):
+            body = known[key][1] if key in known else digests[pending[key]]
             if body != digest:
                 raise Conflict(f"runs[{i}].idempotency_key: already used with a different run body",
                                f"runs.{i}.idempotency_key", code="idempotency_conflict")
-            ids.append(rid)
+            ids.append(known[key][0] if key in known else -1 - pending[key])
             continue
-        try:
-            rid, _ = runs_repo.create_run(session, run, digest, check_key=False)
-        except DomainError as e:
-            e.message = f"runs[{i}].{e.message}"
-            e.field = f"runs.{i}.{e.field}" if e.field else f"runs.{i}"
-            raise
         if key:
-            known[key] = (rid, digest)
-        ids.append(rid)
-        created += 1
-    return ids, created
+            pending[key] = i
+        ids.append(None)
+        new.append(i)
+
+    def name_record(j: int, e: DomainError) -> None:
+        i = new[j]
+        e.message = f"runs[{i}].{e.message}"
+        e.field = f"runs.{i}.{e.field}" if e.field else f"runs.{i}"
+
+    stored = runs_repo.create_runs(session, [runs[i] for i in new], [digests[i] for i in new],
+                                   on_error=name_record) if new else []
+    by_index = dict(zip(new, stored))
+    out = [by_index[i] if v is None else (by_index[-1 - v] if v < 0 else v)
+           for i, v in enumerate(ids)]
+    return out, len(new)

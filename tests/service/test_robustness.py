@@ -48,6 +48,35 @@ def test_concurrent_ingest_with_retries_loses_and_doubles_nothing(live_server, s
     assert benches == 3 and series == 12
 
 
+def test_concurrent_batches_of_new_benchmarks(live_server, settings):
+    """Batches racing to create the same benchmarks and series: each batch is one transaction,
+    so a batch that loses a race retries whole; no 5xx, nothing lost or doubled."""
+    url, _ = live_server
+    n_clients, batches, size = 6, 4, 10
+
+    def worker(c):
+        got = []
+        with httpx.Client(base_url=url, timeout=60) as h:
+            for b in range(batches):
+                runs = [minimal_run(benchmark=f"race-{(b + i) % 2}", config={"batch_size": i % 3},
+                                    idempotency_key=f"b{c}-{b}-{i}") for i in range(size)]
+                for _ in range(2):  # a CI retry of the whole file
+                    r = h.post("/api/v1/runs/batch", json={"runs": runs})
+                    assert r.status_code in (200, 201), r.text
+                    got.append(tuple(r.json()["ids"]))
+        return got
+
+    with ThreadPoolExecutor(n_clients) as ex:
+        results = [x for w in ex.map(worker, range(n_clients)) for x in w]
+    assert all(a == b for a, b in zip(results[::2], results[1::2]))  # retries give the same ids
+    assert _count(settings.database_url) == n_clients * batches * size
+    eng = create_engine(settings.database_url)
+    with eng.connect() as c:
+        series = c.execute(text("SELECT count(*) FROM series")).scalar()
+    eng.dispose()
+    assert series == 6  # 2 benchmarks x 3 batch sizes
+
+
 def test_server_killed_mid_request_leaves_no_half_run(settings):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
