@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from collectors.cli import build_parser, dispatch
 from collectors.errors import CliError
@@ -308,6 +309,118 @@ def cmd_baseline(args) -> int:
     return 0
 
 
+def _thresholds(items: list[str] | None) -> dict[str, float]:
+    out = {}
+    for t in items or []:
+        name, _, val = t.partition("=")
+        try:
+            out[name] = float(val)
+        except ValueError:
+            raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+    return out
+
+
+class _LocalJudge:
+    """The experiment's verdict without a server: its records in a SQLite file beside them,
+    judged by the same use case the API runs."""
+
+    def __init__(self, workdir: Path):
+        from .db import make_engine, session_factory
+        from .migrate import upgrade
+
+        url = f"sqlite:///{workdir / 'experiment.db'}"
+        upgrade(url)
+        self.engine = make_engine(url)
+        self.sessions = session_factory(self.engine)
+
+    def __call__(self, records: list[dict], exp_id: str, body: dict):
+        from .db import transaction
+        from .schemas import RunIn
+        from .usecases.experiments import judge_experiment
+        from .usecases.ingest import store_runs
+
+        store_runs(self.sessions, [RunIn.model_validate(r) for r in records])
+        with transaction(self.sessions) as session:
+            return judge_experiment(session, exp_id, body.get("metrics"), body.get("thresholds"),
+                                    body.get("vary"), 0.05, body.get("max_looks", 1))
+
+
+def cmd_experiment(args) -> int:
+    """Interleaved A/B on this host: arms alternate in separate processes (ABBA BAAB ...)."""
+    import secrets
+    import tempfile
+    from datetime import datetime, timezone
+
+    from collectors.experiment import ExperimentConfig, run_experiment
+    from collectors.record import post_records, write_records
+
+    from .gate_report import print_gate
+    from .schemas import GateOut
+
+    for cmd, flag in ((args.baseline_cmd, "--baseline-cmd"), (args.candidate_cmd, "--candidate-cmd")):
+        if "{out}" not in cmd:
+            raise CliError(f"{flag}: the command must write its results to {{out}}")
+    if args.until_decided and args.max_pairs < args.pairs:
+        raise CliError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
+    exp_id = args.id or (f"exp-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-"
+                         f"{secrets.token_hex(2)}")
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    looks = (args.max_pairs - args.pairs + 1) if args.until_decided else 1
+    body: dict = {"experiment": exp_id, "max_looks": looks}
+    if args.metric:
+        body["metrics"] = args.metric
+    if args.threshold:
+        body["thresholds"] = _thresholds(args.threshold)
+    if args.vary:
+        body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
+    judge = _LocalJudge(workdir)
+
+    def decided(records: list[dict], blocks: int) -> bool:
+        verdict = judge(records, exp_id, body).verdict
+        print(f"experiment {exp_id}: after {blocks} block(s): {verdict}", file=sys.stderr)
+        return verdict != "inconclusive"
+
+    cfg = ExperimentConfig(baseline_cmd=args.baseline_cmd, candidate_cmd=args.candidate_cmd,
+                           pairs=args.pairs, max_pairs=args.max_pairs if args.until_decided else 0,
+                           exp_id=exp_id, benchmark=args.benchmark, label=args.label,
+                           workdir=str(workdir), timeout_s=args.timeout)
+    failure = None
+    try:
+        run_experiment(cfg, decided if args.until_decided else None)
+    except CliError as e:
+        failure = e
+    blocks = {r["experiment"]["block"] for r in cfg.records}
+    complete = {b for b in blocks if {r["experiment"]["arm"] for r in cfg.records
+                                      if r["experiment"]["block"] == b} == {"baseline", "candidate"}}
+    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
+    if records and args.out:
+        write_records(records, args.out)
+        print(f"wrote {len(records)} run record(s) of {len(complete)} block(s) to {args.out}",
+              file=sys.stderr)
+    if records and args.server:
+        ids = post_records(args.server, records)
+        print(f"posted {len(ids)} run(s) of experiment {exp_id}", file=sys.stderr)
+    if failure is not None:
+        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(complete)} finished "
+                       "block(s) kept)")
+    if args.server:
+        result = GateOut.model_validate(_api(args.server, "POST", "/api/v1/gate", json=body))
+    else:
+        result = judge(records, exp_id, body)
+    order = " ".join("".join("A" if a == "baseline" else "B" for a in _order(b))
+                     for b in sorted(complete))
+    print(f"experiment {exp_id}: {len(complete)} block(s), order {order} (A baseline, B candidate)")
+    print_gate(result)
+    return {"pass": EXIT_PASS, "fail": EXIT_REGRESSION}.get(result.verdict, EXIT_INCONCLUSIVE)
+
+
+def _order(block: int) -> tuple[str, str]:
+    from collectors.experiment import block_order
+
+    return block_order(block)
+
+
 def cmd_comment(args) -> int:
     from .bot.comment import post_comment
 
@@ -388,6 +501,26 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--benchmark")
     b.add_argument("--server", required=True)
     p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("experiment", help="interleaved A/B on this host: the arms alternate in "
+                       "separate processes (ABBA BAAB ...), judged block by block")
+    p.add_argument("--baseline-cmd", required=True, help="command writing results to {out}")
+    p.add_argument("--candidate-cmd", required=True, help="command writing results to {out}")
+    p.add_argument("--pairs", type=int, default=6, help="blocks (one run of each arm) to run")
+    p.add_argument("--until-decided", action="store_true",
+                   help="after --pairs blocks, add blocks until decided or --max-pairs")
+    p.add_argument("--max-pairs", type=int, default=20)
+    p.add_argument("--id", help="experiment id (default: exp-TIME-RANDOM)")
+    p.add_argument("--benchmark")
+    p.add_argument("--label")
+    p.add_argument("--vary", action="append", metavar="KEY")
+    p.add_argument("--metric", action="append")
+    p.add_argument("--threshold", action="append", metavar="METRIC=PCT")
+    p.add_argument("--workdir")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per arm command")
+    p.add_argument("--out")
+    p.add_argument("--server")
+    p.set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("comment", help="post or update the PR comment with the verdict")
     p.add_argument("--server", required=True)

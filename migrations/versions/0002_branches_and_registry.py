@@ -1,5 +1,5 @@
-"""Per-benchmark default branch, run body hash index (a run counts once), unread baseline_runs
-dropped, metric registry rows synced with collectors/metrics.py.
+"""Per-benchmark default branch, unread baseline_runs dropped, metric registry rows synced with
+collectors/metrics.py.
 
 Revision ID: 0002
 Revises: 0001
@@ -23,8 +23,6 @@ _registry = sa.table('metric_registry', sa.column('name', sa.String), sa.column(
 def upgrade() -> None:
     with op.batch_alter_table('benchmarks', schema=None) as batch_op:
         batch_op.add_column(sa.Column('default_branch', sa.String(length=200), nullable=True))
-    with op.batch_alter_table('runs', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_runs_body_sha256'), ['body_sha256'], unique=False)
     op.drop_table('baseline_runs')
     # the builtin rows are the registry module's, whatever an older revision wrote
     rows = seed_rows()
@@ -39,7 +37,5 @@ def downgrade() -> None:
                     sa.ForeignKeyConstraint(['baseline_id'], ['baselines.id'], ondelete='CASCADE'),
                     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], ondelete='CASCADE'),
                     sa.PrimaryKeyConstraint('baseline_id', 'run_id'))
-    with op.batch_alter_table('runs', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_runs_body_sha256'))
     with op.batch_alter_table('benchmarks', schema=None) as batch_op:
         batch_op.drop_column('default_branch')

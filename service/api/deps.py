@@ -114,7 +114,7 @@ def _query_names(dependant) -> set[str]:
     return names
 
 
-def strict_query(request: Request) -> None:
+async def strict_query(request: Request) -> None:
     """An unknown query parameter is bad input on every endpoint, never silently ignored
     (`?pr=150` on an endpoint without `pr` must not answer everything)."""
     route = request.scope.get("route")

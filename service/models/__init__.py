@@ -68,10 +68,14 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     idempotency_key: Mapped[str | None] = mapped_column(String(NAME), unique=True)
-    body_sha256: Mapped[str] = mapped_column(String(64), nullable=False, index=True)
+    body_sha256: Mapped[str] = mapped_column(String(64), nullable=False)
     determinism: Mapped[dict | None] = mapped_column(JSON)
     trace_summary: Mapped[dict | None] = mapped_column(JSON)
     extra: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    # one arm of an interleaved A/B experiment (spec/api.md v1.1, "Experiments")
+    experiment_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    experiment_arm: Mapped[str | None] = mapped_column(String(16))
+    experiment_block: Mapped[int | None] = mapped_column(Integer)
 
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")
     stats: Mapped[list[RunMetric]] = relationship(back_populates="run", lazy="selectin",

@@ -232,7 +232,10 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
             branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
             hardware=run.hardware, environment=run.environment, started_at=run.started_at or now,
             created_at=now, idempotency_key=run.idempotency_key, body_sha256=digests[i],
-            determinism=run.determinism, trace_summary=run.trace_summary, extra=run.extras()))
+            determinism=run.determinism, trace_summary=run.trace_summary, extra=run.extras(),
+            experiment_id=run.experiment.id if run.experiment else None,
+            experiment_arm=run.experiment.arm if run.experiment else None,
+            experiment_block=run.experiment.block if run.experiment else None))
     if len(rows) == 1:
         ids = [session.execute(RUNS.insert().values(**rows[0]).returning(RUNS.c.id)).scalar_one()]
     else:
@@ -250,10 +253,27 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
                           "n": len(vals), "mean": statistics.fmean(vals),
                           "median": statistics.median(vals),
                           "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
-    # executemany with one cached statement each (psycopg pipelines the rows)
-    session.execute(SAMPLES.insert(), samples)
-    session.execute(RUN_METRICS.insert(), stats)
+    _bulk_insert(session, SAMPLES, ("run_id", "metric", "trial", "value"), samples)
+    _bulk_insert(session, RUN_METRICS, ("run_id", "metric", "unit", "direction", "n", "mean",
+                                        "median", "stdev"), stats)
     return ids
+
+
+def _bulk_insert(session: Session, table: Table, columns: tuple[str, ...], rows: list[dict]) -> None:
+    """Many rows at once: PostgreSQL's COPY (within the transaction), elsewhere an executemany
+    of one cached statement."""
+    if not rows:
+        return
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur, cur.copy(
+                f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(tuple(row[c] for c in columns))
+        return
+    session.execute(table.insert(), rows)
 
 
 def _same_or_conflict(prior: Run, digest: str) -> tuple[int, bool]:
@@ -306,7 +326,7 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
                 series_id: int | None = None, since: datetime | None = None,
                 until: datetime | None = None, history_branch: str | None = None,
                 run_ids: list[int] | None = None, repository: str | None = None,
-                pr: int | None = None):
+                pr: int | None = None, experiment: str | None = None):
     """The run filters the API, the dashboard and the history share (None or empty: no filter).
 
     `history_branch` selects one branch's history: runs of that branch that belong to no pull
@@ -326,6 +346,8 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
         q = q.where(Run.repository == repository)
     if pr is not None:
         q = q.where(Run.pr == pr)
+    if experiment:
+        q = q.where(Run.experiment_id == experiment)
     if series_id is not None:
         q = q.where(Run.series_id == series_id)
     if since is not None:
@@ -339,7 +361,8 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
               branch: str | None = None, commit: str | None = None, gpu: str | None = None,
               series_id: int | None = None, limit: int = 100, offset: int = 0,
               since: datetime | None = None, until: datetime | None = None,
-              repository: str | None = None, pr: int | None = None) -> tuple[list[Run], int]:
+              repository: str | None = None, pr: int | None = None,
+              experiment: str | None = None) -> tuple[list[Run], int]:
     q = select(Run)
     if benchmark_name is not None:
         b = benchmark(session, benchmark_name)
@@ -347,7 +370,8 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
             return [], 0
         q = q.where(Run.benchmark_id == b.id)
     q = filter_runs(q, label=label, branch=branch, commit=commit, series_id=series_id,
-                    since=since, until=until, repository=repository, pr=pr)
+                    since=since, until=until, repository=repository, pr=pr,
+                    experiment=experiment)
     if gpu is not None:
         q = q.join(Series, Series.id == Run.series_id).where(Series.gpu == gpu)
     count = session.scalar(select(func.count()).select_from(q.order_by(None).subquery())) or 0
@@ -460,3 +484,21 @@ def baselines_holding(session: Session, run_id: int) -> list[Baseline]:
 def trace_with_sha(session: Session, sha: str) -> bool:
     return session.scalars(select(TraceFile.id).where(TraceFile.sha256 == sha).limit(1)).first() \
         is not None
+
+
+def experiment_runs(session: Session, exp_id: str) -> list:
+    """The runs of an experiment: id, benchmark, series, body hash, arm, block, start."""
+    return list(session.execute(
+        select(Run.id, Run.benchmark_id, Run.series_id, Run.body_sha256, Run.experiment_arm,
+               Run.experiment_block, Run.started_at, Run.label)
+        .where(Run.experiment_id == exp_id).order_by(Run.experiment_block, Run.started_at, Run.id)))
+
+
+def benchmark_names(session: Session, ids: set[int]) -> list[str]:
+    return [n for (n,) in session.execute(select(Benchmark.name).where(Benchmark.id.in_(ids)))]
+
+
+def run_means(session: Session, run_ids: list[int], metric: str) -> dict[int, float]:
+    return {rid: mean for rid, mean in session.execute(
+        select(RunMetric.run_id, RunMetric.mean).where(RunMetric.run_id.in_(run_ids),
+                                                       RunMetric.metric == metric))}

@@ -233,10 +233,15 @@ class BaselineList(BaseModel):
 
 
 class GateIn(BaseModel):
+    """Candidate runs against a baseline, or (`experiment`) an experiment's candidate arm
+    against its baseline arm."""
+
     model_config = ConfigDict(extra="forbid")
-    benchmark: Name
-    baseline: Name
-    run_ids: Annotated[list[RunId], Field(min_length=1, max_length=1000)]
+    benchmark: Name | None = None
+    baseline: Name | None = None
+    run_ids: Annotated[list[RunId], Field(min_length=1, max_length=1000)] | None = None
+    experiment: Name | None = None
+    max_looks: Annotated[int, Field(ge=1, le=1000)] = 1
     metrics: list[Annotated[str, Field(max_length=NAME_MAX)]] | None = None
     thresholds: dict[Annotated[str, Field(max_length=NAME_MAX)],
                      Annotated[float, Field(ge=0, le=1000)]] | None = None
@@ -251,6 +256,16 @@ class GateIn(BaseModel):
                 raise ValueError(f"{key!r} can never be varied: series never mix GPU models or "
                                  "counts")
         return v
+
+    @model_validator(mode="after")
+    def _which(self) -> GateIn:
+        if self.experiment is None and (self.benchmark is None or self.baseline is None
+                                        or not self.run_ids):
+            raise ValueError("give benchmark, baseline and run_ids, or experiment")
+        if self.experiment is not None and (self.baseline is not None or self.run_ids):
+            raise ValueError("an experiment is judged against its own baseline arm: give "
+                             "experiment alone (with metrics, thresholds, vary)")
+        return self
 
 
 class SideStats(BaseModel):
@@ -395,6 +410,28 @@ class BenchmarkList(BaseModel):
 class BenchmarkPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_branch: Name
+
+
+class ExperimentRun(BaseModel):
+    run_id: int
+    series_id: int
+    started_at: str | None
+    tok_s_mean: float | None
+
+
+class ExperimentBlock(BaseModel):
+    block: int
+    order: list[str]
+    baseline: list[ExperimentRun]
+    candidate: list[ExperimentRun]
+
+
+class ExperimentOut(BaseModel):
+    id: str
+    benchmark: str
+    runs: int
+    blocks: list[ExperimentBlock]
+    verdict: GateOut
 
 
 class TraceOut(BaseModel):

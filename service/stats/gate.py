@@ -2,7 +2,7 @@
 samples in one pass (service/usecases/verdicts.py) and hands them here once."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,12 +63,20 @@ def overall(verdicts: Sequence[str]) -> str:
     return "pass"
 
 
-def judge(comparisons: Sequence[Comparison], alpha: float = 0.05) -> Judgement:
+def judge(comparisons: Sequence[Comparison], alpha: float = 0.05,
+          assessor: Callable[[Comparison], Assessment] | None = None) -> Judgement:
+    """Every comparison assessed (runs against runs, or `assessor`, e.g. interleaved blocks),
+    p-values corrected together (Benjamini-Hochberg), verdicts decided at `alpha`."""
     assessed: list[tuple[Comparison, Assessment | None]] = []
     for c in comparisons:
         if not c.candidate:
             continue
-        a = assess(c.baseline, c.candidate, c.direction, c.exact) if c.baseline else None
+        if not c.baseline:
+            a = None
+        elif assessor is not None and not c.exact:
+            a = assessor(c)
+        else:
+            a = assess(c.baseline, c.candidate, c.direction, c.exact)
         assessed.append((c, a))
     tested = [a for _, a in assessed if a is not None and a.p_value is not None]
     adjusted: dict[int, float] = {}

@@ -83,6 +83,8 @@ def _series_desc(s: Series) -> dict[str, Any]:
 
 
 def _gather(session: Session, req: GateIn) -> _Gathered:
+    if req.benchmark is None or req.baseline is None or not req.run_ids:
+        raise Invalid("give benchmark, baseline and run_ids", "body")
     bench_id = runs_repo.benchmark_id(session, req.benchmark)
     if bench_id is None:
         raise NotFound(f"benchmark {req.benchmark!r} not found", "benchmark")
@@ -167,14 +169,20 @@ def _metric(r: MetricResult) -> MetricVerdict:
 
 
 def _gate_out(req: GateIn, g: _Gathered, j: Judgement, alpha: float) -> dict[str, Any]:
-    return {"verdict": j.verdict, "benchmark": req.benchmark, "baseline": req.baseline,
+    return {"verdict": j.verdict, "benchmark": req.benchmark or "", "baseline": req.baseline or "",
             "baseline_run_ids": sorted(g.base_ids), "candidate_run_ids": g.cand_ids,
             "correction": j.correction, "alpha": alpha, "vary": list(req.vary or []),
             "metrics": [_metric(r) for r in j.metrics]}
 
 
 def gate(session: Session, req: GateIn, alpha: float = 0.05) -> GateOut:
-    """Candidate runs against a baseline, series by series (spec/api.md v1.1, "Gate")."""
+    """Candidate runs against a baseline, series by series (spec/api.md v1.1, "Gate"), or an
+    experiment's arms block by block."""
+    if req.experiment is not None:
+        from .experiments import judge_experiment
+
+        return judge_experiment(session, req.experiment, req.metrics, req.thresholds, req.vary,
+                                alpha, req.max_looks)
     g = _gather(session, req)
     return GateOut(**_gate_out(req, g, judge(g.comparisons, alpha), alpha))
 

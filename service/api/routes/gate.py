@@ -1,13 +1,22 @@
-"""The gate, the compare view's data, change points and noise."""
+"""The gate, the compare view's data, experiments, change points and noise."""
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from ...schemas import ChangePointsOut, CompareOut, GateIn, GateOut, NoiseOut, parse_run_ids, parse_vary
-from ...usecases import history, verdicts
+from ...schemas import (
+    ChangePointsOut,
+    CompareOut,
+    ExperimentOut,
+    GateIn,
+    GateOut,
+    NoiseOut,
+    parse_run_ids,
+    parse_vary,
+)
+from ...usecases import experiments, history, verdicts
 from ..deps import ERRORS, db, require_read
 
 router = APIRouter(prefix="/api/v1", tags=["gate"], dependencies=[Depends(require_read)])
@@ -31,6 +40,13 @@ def compare_view(request: Request, benchmark: Name, baseline: Name,
     req = GateIn(benchmark=benchmark, baseline=baseline, run_ids=parse_run_ids(run_ids),
                  vary=parse_vary(vary))
     return verdicts.compare(session, req, request.app.state.settings.gate_alpha)
+
+
+@router.get("/experiments/{exp_id}", response_model=ExperimentOut, responses=ERRORS)
+def get_experiment(request: Request, exp_id: Annotated[str, Path(min_length=1, max_length=200)],
+                   session: Session = Depends(db)):
+    """An interleaved experiment: its runs by arm and block, and its blocked verdict."""
+    return experiments.show(session, exp_id, request.app.state.settings.gate_alpha)
 
 
 @router.get("/changepoints", response_model=ChangePointsOut, responses=ERRORS)

@@ -1,0 +1,107 @@
+"""Interleaved A/B experiments on one host: the two arms run alternately in separate processes,
+in balanced blocks (ABBA BAAB ...), so slow drift of the machine cancels in each block's
+candidate-minus-baseline difference (spec/api.md v1.1, "Experiments").
+
+Standard library only (it runs on GPU nodes). Each arm command writes run records or engine
+outputs to the path substituted for `{out}`; the runner reads them with the same readers as
+`perfwarden ingest` and tags every record with `experiment {id, arm, block}`. The decision
+whether to add blocks is the caller's (`should_stop`), so the statistics stay in the service.
+"""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .engines.ingest import ingest
+from .errors import CliError
+from .record import with_key
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+
+
+def block_order(block: int) -> tuple[str, str]:
+    """The arms of block `block` in run order: the Thue-Morse sequence, so blocks go
+    AB BA BA AB BA AB AB BA ... (ABBA BAAB ...): every order effect cancels over pairs of
+    blocks, and linear drift over every four."""
+    flip = bin(block).count("1") % 2
+    return (CANDIDATE, BASELINE) if flip else (BASELINE, CANDIDATE)
+
+
+@dataclass
+class ExperimentConfig:
+    baseline_cmd: str
+    candidate_cmd: str
+    pairs: int = 6  # blocks to run (the first look with --until-decided)
+    max_pairs: int = 0  # --until-decided: add blocks up to this many
+    exp_id: str = ""
+    benchmark: str | None = None
+    label: str | None = None
+    workdir: str = ""
+    timeout_s: float = 3600.0
+    quiet: bool = False
+    records: list[dict] = field(default_factory=list)
+
+
+def _log(cfg: ExperimentConfig, msg: str) -> None:
+    if not cfg.quiet:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
+    out = Path(cfg.workdir) / f"b{block:03d}-{arm}.json"
+    template = cfg.baseline_cmd if arm == BASELINE else cfg.candidate_cmd
+    cmd = template.replace("{out}", shlex.quote(str(out)))
+    log = out.with_suffix(".log")
+    started = time.monotonic()
+    with open(log, "wb") as f:
+        try:
+            r = subprocess.run(cmd, shell=True, stdout=f, stderr=subprocess.STDOUT,
+                               timeout=cfg.timeout_s)
+        except subprocess.TimeoutExpired:
+            raise CliError(f"block {block}, {arm} arm: the command ran past {cfg.timeout_s:g} s "
+                           f"and was stopped; log: {log}") from None
+    if r.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        raise CliError(f"block {block}, {arm} arm: the command exited {r.returncode} "
+                       f"({tail[0][:200]}); log: {log}")
+    if not out.is_file():
+        raise CliError(f"block {block}, {arm} arm: the command wrote nothing to {{out}} ({out})")
+    try:
+        records, warnings = ingest([out], benchmark=cfg.benchmark)
+    except ValueError as e:
+        raise CliError(f"block {block}, {arm} arm: {e}") from None
+    for w in warnings:
+        _log(cfg, f"warning: {w}")
+    for rec in records:
+        rec.pop("idempotency_key", None)  # the tag makes it another record
+        rec["experiment"] = {"id": cfg.exp_id, "arm": arm, "block": block}
+        rec["label"] = f"{cfg.label or cfg.exp_id}-{arm}"
+        rec.pop("trace_files", None)
+        with_key(rec)
+    _log(cfg, f"  block {block} {arm}: {len(records)} record(s) in "
+              f"{time.monotonic() - started:.1f} s")
+    return records
+
+
+def run_experiment(cfg: ExperimentConfig,
+                   should_stop: Callable[[list[dict], int], bool] | None = None) -> list[dict]:
+    """Run blocks until `cfg.pairs` are done, then (with `should_stop`) one block at a time
+    until it says stop or `cfg.max_pairs` is reached. Returns every record. A failing arm
+    stops the experiment with CliError; the records of finished blocks stay in `cfg.records`."""
+    Path(cfg.workdir).mkdir(parents=True, exist_ok=True)
+    limit = max(cfg.pairs, cfg.max_pairs) if should_stop else cfg.pairs
+    block = 0
+    while block < limit:
+        first, second = block_order(block)
+        _log(cfg, f"experiment {cfg.exp_id}: block {block + 1}/{limit} ({first} then {second})")
+        recs = _run_arm(cfg, first, block) + _run_arm(cfg, second, block)
+        cfg.records.extend(recs)
+        block += 1
+        if should_stop is not None and block >= cfg.pairs and should_stop(cfg.records, block):
+            break
+    return cfg.records

@@ -1,0 +1,74 @@
+"""Experiments through the API: tagged runs, the blocked verdict (`POST /api/v1/gate
+{"experiment": ID}`), the runs by arm and block (`GET /api/v1/experiments/{id}`)."""
+from __future__ import annotations
+
+import pytest
+
+from collectors.experiment import block_order
+from tests.conftest import minimal_run
+
+
+def post_experiment(client, exp_id, cand_factor, blocks=6, noise=0.0005, drift=0.02):
+    ids = {"baseline": [], "candidate": []}
+    for b in range(blocks):
+        f = 1.0 + drift * ((b * 7) % 5 - 2) / 2  # the machine drifts from block to block
+        for j, arm in enumerate(block_order(b)):
+            level = 1000.0 * f * (cand_factor if arm == "candidate" else 1.0)
+            samples = [level * (1 + noise * ((b + j + k) % 3 - 1)) for k in range(5)]
+            run = minimal_run(benchmark="ab", label=f"{exp_id}-{arm}",
+                              config={"tp": 1, "batch_size": 1,
+                                      "shared_experts": "late" if arm == "candidate" else "overlap"},
+                              started_at=f"2026-11-0{1 + b // 4}T{(b % 4) * 2 + j:02d}:00:00Z",
+                              experiment={"id": exp_id, "arm": arm, "block": b},
+                              metrics={"tok_s": {"samples": samples}})
+            r = client.post("/api/v1/runs", json=run)
+            assert r.status_code == 201, r.text
+            ids[arm].append(r.json()["id"])
+    return ids
+
+
+def gate(client, exp_id, **kw):
+    r = client.post("/api/v1/gate", json={"experiment": exp_id, **kw})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_blocked_verdicts_cancel_drift(client):
+    post_experiment(client, "slow", 0.99)
+    g = gate(client, "slow")
+    m = g["metrics"][0]
+    assert g["verdict"] == "fail" and m["verdict"] == "regression"
+    assert m["delta_pct"] == pytest.approx(-1.0, abs=0.05)
+    assert m["method"].startswith("blocked: 6 interleaved block(s)")
+    assert g["vary"] == ["shared_experts"]  # the key the arms set apart, found by itself
+    assert m["series"]["shared_experts"] == {"baseline": "overlap", "candidate": "late"}
+    post_experiment(client, "aa", 1.0)
+    g = gate(client, "aa")
+    assert g["verdict"] == "pass" and abs(g["metrics"][0]["delta_pct"]) < 0.05
+    # the runs of one experiment are found by its id
+    runs = client.get("/api/v1/runs", params={"experiment": "aa", "limit": 100}).json()["data"]
+    assert len(runs) == 12
+
+
+def test_sequential_looks_and_show(client):
+    ids = post_experiment(client, "seq", 0.999, blocks=4)
+    one, eight = gate(client, "seq"), gate(client, "seq", max_looks=8)
+    assert eight["alpha"] == pytest.approx(0.05 / 8) and one["alpha"] == 0.05
+    assert eight["metrics"][0]["ci_low_pct"] < one["metrics"][0]["ci_low_pct"]
+    shown = client.get("/api/v1/experiments/seq").json()
+    assert [b["order"] for b in shown["blocks"]] == [
+        ["baseline", "candidate"], ["candidate", "baseline"], ["candidate", "baseline"],
+        ["baseline", "candidate"]]
+    assert shown["blocks"][1]["candidate"][0]["run_id"] == ids["candidate"][1]
+    # block 0 runs at a 0.98 drift; its trial offsets (-1, 0, 1, -1, 0) x 0.05% average -0.01%
+    assert shown["blocks"][0]["baseline"][0]["tok_s_mean"] == pytest.approx(980.0 * (1 - 0.0001))
+    assert shown["verdict"]["baseline"] == "experiment:seq"
+    assert client.get("/api/v1/experiments/nope").status_code == 404
+
+
+def test_gate_request_is_one_or_the_other(client):
+    for body in ({"experiment": "x", "baseline": "v17"}, {"benchmark": "b", "baseline": "v"},
+                 {"experiment": "x", "run_ids": [1]}):
+        r = client.post("/api/v1/gate", json=body)
+        assert r.status_code == 422, body
+    assert client.post("/api/v1/gate", json={"experiment": "none"}).status_code == 404

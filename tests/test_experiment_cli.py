@@ -1,0 +1,69 @@
+"""`perfwarden experiment` on CPU: interleaved processes in ABBA order, a candidate that does
+more work ends `regression` (exit 1), an A/A experiment never does, a failing arm keeps the
+finished blocks."""
+from __future__ import annotations
+
+import json
+import sys
+
+from tests.test_cli import run
+
+DECODE = (f"{sys.executable} -m collectors collect decode --device cpu --trials 5 --steps 64 "
+          "--warmup 4 --quiet --out {out}")
+# CPU decode on a shared 2-core machine swings by 10-20% between processes: the threshold says
+# which size of change matters here
+COMMON = ["--pairs", "4", "--metric", "tok_s", "--threshold", "tok_s=25"]
+
+
+def orders(records):
+    by_block: dict[int, list[str]] = {}
+    for r in records:  # records are written in run order
+        by_block.setdefault(r["experiment"]["block"], []).append(r["experiment"]["arm"])
+    return ["".join("A" if a == "baseline" else "B" for a in by_block[b]) for b in sorted(by_block)]
+
+
+def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
+    out = tmp_path / "slow.json"
+    r = run("experiment", "--baseline-cmd", DECODE, "--candidate-cmd", DECODE + " --extra-work 16",
+            "--id", "cpu-slow", "--out", str(out), *COMMON, timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "order AB BA BA AB" in r.stdout and "regression" in r.stdout
+    recs = json.loads(out.read_text())
+    assert orders(recs) == ["AB", "BA", "BA", "AB"]
+    assert {r["label"] for r in recs} == {"cpu-slow-baseline", "cpu-slow-candidate"}
+    assert all(r["idempotency_key"].startswith("pw1-") for r in recs)
+    assert "block 4/4" in r.stderr  # progress per block
+
+    out = tmp_path / "aa.json"
+    r = run("experiment", "--baseline-cmd", DECODE, "--candidate-cmd", DECODE, "--id", "cpu-aa",
+            "--out", str(out), *COMMON, timeout=900)
+    assert r.returncode in (0, 3), r.stdout + r.stderr  # pass or inconclusive, never regression
+    assert "regression" not in r.stdout.split("verdict:")[1].split("\n")[0]
+    assert orders(json.loads(out.read_text())) == ["AB", "BA", "BA", "AB"]
+
+
+def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
+    script = tmp_path / "arm.py"
+    script.write_text(
+        "import json, sys, pathlib\n"
+        "out, arm = pathlib.Path(sys.argv[1]), sys.argv[2]\n"
+        "done = len(list(out.parent.glob('*-candidate.json')))\n"
+        "if arm == 'candidate' and done == 2:\n"
+        "    print('CUDA error: out of memory'); sys.exit(3)\n"
+        "rec = {'benchmark': 'fake', 'config': {'batch_size': 1}, 'started_at':\n"
+        "       f'2026-11-01T00:{len(list(out.parent.glob(\"*.json\"))):02d}:00Z',\n"
+        "       'hardware': {'gpu': 'cpu', 'gpu_count': 1},\n"
+        "       'metrics': {'tok_s': {'unit': 'tok/s', 'direction': 'higher',\n"
+        "                             'samples': [100.0, 100.1, 99.9]}}}\n"
+        "out.write_text(json.dumps([rec]))\n")
+    cmd = f"{sys.executable} {script} {{out}}"
+    out = tmp_path / "partial.json"
+    r = run("experiment", "--baseline-cmd", cmd + " baseline", "--candidate-cmd", cmd + " candidate",
+            "--pairs", "4", "--id", "oom", "--out", str(out), "--workdir", str(tmp_path / "w"))
+    assert r.returncode == 2
+    err = r.stderr.strip().splitlines()[-1]
+    assert "block 2, candidate arm: the command exited 3 (CUDA error: out of memory)" in err
+    assert "2 finished block(s) kept" in err
+    assert orders(json.loads(out.read_text())) == ["AB", "BA"]
+    r = run("experiment", "--baseline-cmd", "true", "--candidate-cmd", "true")
+    assert r.returncode == 2 and "{out}" in r.stderr
