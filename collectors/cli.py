@@ -112,6 +112,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
     a.set_defaults(func=cmd_analyze)
 
+    e = sub.add_parser("experiment", help="interleaved A/B on this host: the arms alternate in "
+                       "separate processes (ABBA BAAB ...), judged block by block")
+    e.add_argument("--baseline-cmd", required=True, help="command writing results to {out}")
+    e.add_argument("--candidate-cmd", required=True, help="command writing results to {out}")
+    e.add_argument("--pairs", type=_positive(int), default=6, help="blocks (one run of each arm)")
+    e.add_argument("--until-decided", action="store_true",
+                   help="after --pairs blocks, add blocks until decided or --max-pairs")
+    e.add_argument("--max-pairs", type=_positive(int), default=20)
+    e.add_argument("--id", help="experiment id (default: exp-TIME-RANDOM)")
+    e.add_argument("--benchmark")
+    e.add_argument("--label")
+    e.add_argument("--vary", action="append", metavar="KEY")
+    e.add_argument("--metric", action="append")
+    e.add_argument("--threshold", action="append", metavar="METRIC=PCT")
+    e.add_argument("--workdir")
+    e.add_argument("--timeout", type=_positive(float), default=3600.0,
+                   help="seconds per arm command")
+    e.add_argument("--out")
+    e.add_argument("--server")
+    e.set_defaults(func=cmd_experiment)
+
     i = sub.add_parser("ingest", help="engine outputs / run records -> run records")
     i.add_argument("files", nargs="+", metavar="FILE")
     i.add_argument("--benchmark")
@@ -337,6 +358,46 @@ def cmd_analyze(args) -> int:
         from .report import print_analysis, print_diff
 
         (print_diff if args.diff else print_analysis)(result)
+    return 0
+
+
+def cmd_experiment(args) -> int:
+    """On a GPU node with only the collectors: run the blocks and write (or post) the records;
+    the verdict comes from `perfwarden experiment` (full install) or the server."""
+    import secrets
+    import time
+
+    from .experiment import ExperimentConfig, run_experiment
+
+    if args.until_decided:
+        raise CliError("--until-decided judges between blocks: run it with perfwarden's full "
+                       "install (pip install 'perfwarden[all]'), or give --pairs")
+    for cmd, flag in ((args.baseline_cmd, "--baseline-cmd"), (args.candidate_cmd, "--candidate-cmd")):
+        if "{out}" not in cmd:
+            raise CliError(f"{flag}: the command must write its results to {{out}}")
+    exp_id = args.id or f"exp-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+    workdir = args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-")
+    cfg = ExperimentConfig(baseline_cmd=args.baseline_cmd, candidate_cmd=args.candidate_cmd,
+                           pairs=args.pairs, exp_id=exp_id, benchmark=args.benchmark,
+                           label=args.label, workdir=workdir, timeout_s=args.timeout)
+    failure = None
+    try:
+        run_experiment(cfg)
+    except CliError as e:
+        failure = e
+    done: dict[int, set[str]] = {}
+    for r in cfg.records:
+        done.setdefault(r["experiment"]["block"], set()).add(r["experiment"]["arm"])
+    complete = {b for b, arms in done.items() if len(arms) == 2}
+    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
+    if records and (args.out or args.server):
+        _emit(records, args.out, args.server)
+    if failure is not None:
+        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(complete)} finished "
+                       "block(s) kept)")
+    print(f"experiment {exp_id}: {len(complete)} block(s); judge it with `perfwarden gate "
+          f"--experiment {exp_id}` against a server, or `perfwarden experiment` locally",
+          file=sys.stderr)
     return 0
 
 

@@ -201,8 +201,13 @@ def cmd_gate(args) -> int:
     from .schemas import GateOut
 
     try:
-        body: dict = {"benchmark": args.benchmark, "baseline": args.baseline,
-                      "run_ids": _candidate_ids(args)}
+        if args.experiment:
+            body: dict = {"experiment": args.experiment}
+        else:
+            if not args.benchmark or not args.baseline:
+                raise CliError("gate: give --benchmark and --baseline (or --experiment ID)")
+            body = {"benchmark": args.benchmark, "baseline": args.baseline,
+                    "run_ids": _candidate_ids(args)}
         if args.metric:
             body["metrics"] = args.metric
         if args.vary:
@@ -465,9 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("gate", help="judge candidate runs against a baseline (exit 0 pass, "
                        "1 regression, 3 inconclusive, 2 error)")
     p.add_argument("--server", required=True)
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--baseline", required=True, help="a baseline name, or label:L, commit:SHA, "
-                   "runs:ID,ID")
+    p.add_argument("--benchmark")
+    p.add_argument("--baseline", help="a baseline name, or label:L, commit:SHA, runs:ID,ID")
+    p.add_argument("--experiment", metavar="ID",
+                   help="judge an experiment's candidate arm against its baseline arm")
     p.add_argument("--run", type=int, action="append", help="candidate run id (repeatable)")
     p.add_argument("--commit", help="candidate: the runs of this commit (HEAD: the checked-out one)")
     p.add_argument("--metric", action="append")
@@ -502,25 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--server", required=True)
     p.set_defaults(func=cmd_baseline)
 
-    p = sub.add_parser("experiment", help="interleaved A/B on this host: the arms alternate in "
-                       "separate processes (ABBA BAAB ...), judged block by block")
-    p.add_argument("--baseline-cmd", required=True, help="command writing results to {out}")
-    p.add_argument("--candidate-cmd", required=True, help="command writing results to {out}")
-    p.add_argument("--pairs", type=int, default=6, help="blocks (one run of each arm) to run")
-    p.add_argument("--until-decided", action="store_true",
-                   help="after --pairs blocks, add blocks until decided or --max-pairs")
-    p.add_argument("--max-pairs", type=int, default=20)
-    p.add_argument("--id", help="experiment id (default: exp-TIME-RANDOM)")
-    p.add_argument("--benchmark")
-    p.add_argument("--label")
-    p.add_argument("--vary", action="append", metavar="KEY")
-    p.add_argument("--metric", action="append")
-    p.add_argument("--threshold", action="append", metavar="METRIC=PCT")
-    p.add_argument("--workdir")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds per arm command")
-    p.add_argument("--out")
-    p.add_argument("--server")
-    p.set_defaults(func=cmd_experiment)
+    # the collectors define `experiment` (run and write records); here it also judges
+    sub.choices["experiment"].set_defaults(func=cmd_experiment)
 
     p = sub.add_parser("comment", help="post or update the PR comment with the verdict")
     p.add_argument("--server", required=True)

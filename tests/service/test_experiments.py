@@ -72,3 +72,29 @@ def test_gate_request_is_one_or_the_other(client):
         r = client.post("/api/v1/gate", json=body)
         assert r.status_code == 422, body
     assert client.post("/api/v1/gate", json={"experiment": "none"}).status_code == 404
+
+
+def test_h200_experiments(client):
+    """`perfwarden experiment` on one H200 (bench/gpu/h200_experiment.sh, data/h200/experiment):
+    6 interleaved blocks each, CUDA graphs."""
+    import json
+
+    from tests.conftest import H200
+
+    for name in ("late-vs-overlap", "plant1"):
+        recs = json.loads((H200 / "experiment" / f"{name}.json").read_text())
+        assert client.post("/api/v1/runs/batch", json={"runs": recs}).status_code == 201
+    g = gate(client, "late-vs-overlap", metrics=["tok_s"])
+    by_m = {m["series"]["batch_size"]: m for m in g["metrics"]}
+    assert g["vary"] == ["shared_experts"] and g["verdict"] == "pass"
+    # measured on this host: late costs 0.14% at M=1 and 0.19% at M=8, both ruled out as 0.5%
+    assert by_m[1]["delta_pct"] == pytest.approx(-0.136, abs=0.01)
+    assert by_m[8]["delta_pct"] == pytest.approx(-0.193, abs=0.01)
+    assert all(m["verdict"] == "pass" and m["bound_pct"] > -0.5 for m in by_m.values())
+    g = gate(client, "plant1", metrics=["tok_s"])
+    m = g["metrics"][0]
+    assert g["verdict"] == "fail" and m["verdict"] == "regression"
+    assert m["delta_pct"] == pytest.approx(-1.357, abs=0.01) and m["ci_high_pct"] < -1.0
+    shown = client.get("/api/v1/experiments/plant1").json()
+    assert [b["order"][0] for b in shown["blocks"]] == ["baseline", "candidate", "candidate",
+                                                          "baseline", "candidate", "baseline"]
