@@ -217,7 +217,8 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
                 for k, v in serve_metrics(p, o).items():
                     samples.setdefault(k, []).append(v)
             cfg = {**{k: v for k, v in flags.items() if k != "batch_size"}, **json.loads(key)}
-            out.append(_record(p, "vllm-serve", benchmark, label, cfg, samples, group[0]))
+            engine = "sglang" if group[0].get("backend") == "sglang" else "vllm"
+            out.append(_record(p, f"{engine}-serve", benchmark, label, cfg, samples, group[0]))
     elif kind == "throughput":
         samples = {}
         for o in objs:

@@ -14,6 +14,7 @@ class EngineOutputError(ValueError):
 
 
 SERVE_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+SERVE_STATS = ("mean", "median", "p90", "p95", "p99")
 
 
 def kind_of(obj: dict) -> str | None:
@@ -66,15 +67,19 @@ def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
     out = {}
     if "output_throughput" in obj:
         out["tok_s"] = _num(path, obj, "output_throughput")
-    if "total_token_throughput" in obj:
-        out["total_tok_s"] = _num(path, obj, "total_token_throughput")
+    for key in ("total_token_throughput", "total_throughput"):  # vLLM's name, SGLang's name
+        if key in obj and obj[key] is not None:
+            out["total_tok_s"] = _num(path, obj, key)
+            break
     if "request_throughput" in obj:
         out["req_s"] = _num(path, obj, "request_throughput")
     for lat in SERVE_LATENCIES:
-        for stat, suffix in (("mean", "mean"), ("median", "median"), ("p99", "p99")):
-            key = f"{stat}_{lat}_ms"
-            if key in obj and obj[key] is not None:
-                out[f"{lat}_ms_{suffix}"] = _num(path, obj, key)
+        for stat in SERVE_STATS:
+            # SGLang's bench_serving writes end-to-end latency as `*_e2e_latency_ms`
+            for key in (f"{stat}_{lat}_ms",) + ((f"{stat}_e2e_latency_ms",) if lat == "e2el" else ()):
+                if key in obj and obj[key] is not None:
+                    out[f"{lat}_ms_{stat}"] = _num(path, obj, key)
+                    break
     if not out:
         raise EngineOutputError(f"{path}: no throughput or latency statistics in this result")
     return out
@@ -114,7 +119,7 @@ _FLAG = re.compile(r"(?:^|\s)(?:--(batch[-_]size|output[-_]len|input[-_]len|rand
 _CANONICAL = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp",
               "decode_context_parallel_size": "dcp", "max_concurrency": "concurrency",
               "random_input_len": "input_len", "random_output_len": "output_len"}
-_SERVE_LATENCY = re.compile(r"^(mean|median|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+_SERVE_LATENCY = re.compile(r"^(mean|median|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|e2e_latency)_ms$")
 
 
 def commands_beside(path: Path) -> dict:

@@ -99,3 +99,15 @@ def test_trials_pool_result_files_into_one_run(tmp_path):
     assert len(records) == 3
     (one,), _ = ingest(files, benchmark="glm", trials=True)
     assert one["metrics"]["tok_s"]["samples"] == [88.0, 89.0, 90.0]
+
+
+def test_sglang_bench_serving_result():
+    """SGLang's bench_serving line (fields as its writer names them: `*_e2e_latency_ms`,
+    `total_throughput`, `Infinity` for an unbounded rate; the values are made up)."""
+    (rec,), _ = ingest([DATA / "engines" / "sglang_bench_serving.jsonl"])
+    assert rec["benchmark"] == "sglang-serve"
+    m = rec["metrics"]
+    assert m["tok_s"]["samples"] == [87.71] and m["total_tok_s"]["samples"] == [789.4]
+    assert m["e2el_ms_mean"] == {"unit": "ms", "direction": "lower", "samples": [1458.3]}
+    assert m["e2el_ms_p90"]["samples"] == [1466.0] and m["itl_ms_p95"]["samples"] == [11.1]
+    assert rec["config"]["input_len"] == 1024 and rec["config"]["request_rate"] == "inf"

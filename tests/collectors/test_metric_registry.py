@@ -12,7 +12,7 @@ from collectors.engines.ingest import ingest
 from collectors.metrics import FIXED, lookup, seed_rows
 from tests.conftest import DATA, H200
 
-ENGINE_FILES = ["serve.json", "serve_e2el.json", "sweep.jsonl", "throughput.json", "latency.json",
+ENGINE_FILES = ["serve.json", "serve_e2el.json", "sglang_bench_serving.jsonl", "sweep.jsonl", "throughput.json", "latency.json",
                 "sglang.log", "vllm_merged.log", "vllm_split.log", "vllm_old.log"]
 
 
