@@ -27,6 +27,18 @@ def _ints(text: str) -> list[int]:
     return vals
 
 
+ORDERS = ("overlap", "late", "serial")
+
+
+def _orders(text: str) -> list[str]:
+    vals = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [v for v in vals if v not in ORDERS]
+    if not vals or bad:
+        raise argparse.ArgumentTypeError(f"expected {', '.join(ORDERS)} (comma-separated), "
+                                         f"got {text!r}")
+    return list(dict.fromkeys(vals))
+
+
 def _stream(text: str) -> tuple[int, int]:
     try:
         d, s = text.split(":")
@@ -59,9 +71,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--steps", type=_positive(int), default=32, help="timed decode steps per trial")
     d.add_argument("--warmup", type=int, default=8)
     d.add_argument("--layers", type=_positive(int))
-    d.add_argument("--shared-experts", "--order", dest="order", default="overlap",
-                   choices=["overlap", "late", "serial"])
+    d.add_argument("--shared-experts", "--order", dest="order", type=_orders, default=["overlap"],
+                   help="overlap, late or serial; a comma list sweeps them (one process per "
+                        "cell)")
     d.add_argument("--cuda-graphs", action="store_true")
+    d.add_argument("--graphs", choices=["on", "off", "both"],
+                   help="CUDA graphs on, off, or both (a sweep; --cuda-graphs is --graphs on)")
     d.add_argument("--profile", choices=["none", "nsys", "torch"], default="none")
     d.add_argument("--profile-steps", type=_positive(int), default=10)
     d.add_argument("--profile-batch-sizes", type=_ints)
@@ -82,7 +97,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--server", help="post the run records (and traces) to this perfwarden server")
     d.add_argument("--workdir", help="keep traces and intermediate files here (default: a temp dir)")
     d.add_argument("--nsys-pass", action="store_true", help=argparse.SUPPRESS)
-    d.add_argument("--from-config", help=argparse.SUPPRESS)  # the profile pass's own config
+    d.add_argument("--from-config", help=argparse.SUPPRESS)  # a cell's or the profile pass's config
+    d.add_argument("--cell-out", help=argparse.SUPPRESS)  # where a sweep cell writes its records
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_collect_decode)
 
@@ -213,9 +229,13 @@ def cmd_collect_decode(args) -> int:
 
     if args.from_config:
         try:
-            run(config_from_file(args.from_config))
+            records = run(config_from_file(args.from_config))
         except (RuntimeError, ValueError, TypeError) as e:
             raise CliError(str(e)) from None
+        if args.cell_out and records:
+            from .record import write_records
+
+            write_records(records, args.cell_out)
         return 0
 
     shape = {}
@@ -229,9 +249,13 @@ def cmd_collect_decode(args) -> int:
 
         base = ModelShape() if args.device == "cuda" else ModelShape.small()
         shape = {**base.as_config(), **shape, "layers": args.layers}
+    graphs = {"on": [True], "off": [False], "both": [False, True]}[args.graphs] if args.graphs \
+        else [args.cuda_graphs]
+    if True in graphs and args.device != "cuda":
+        raise CliError("CUDA graphs need --device cuda")
     cfg = DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
-                       trials=args.trials, steps=args.steps, warmup=args.warmup, order=args.order,
-                       cuda_graphs=args.cuda_graphs, profile=args.profile,
+                       trials=args.trials, steps=args.steps, warmup=args.warmup,
+                       order=args.order[0], cuda_graphs=graphs[0], profile=args.profile,
                        profile_steps=args.profile_steps,
                        profile_batch_sizes=args.profile_batch_sizes, shape=shape,
                        kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
@@ -239,8 +263,9 @@ def cmd_collect_decode(args) -> int:
                        deterministic=args.deterministic,
                        benchmark=args.benchmark, label=args.label, nsys_pass=args.nsys_pass,
                        quiet=args.quiet)
+    cells = [(o, g) for g in graphs for o in args.order]
     try:
-        records = run(cfg)
+        records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
     except (RuntimeError, ValueError) as e:
         raise CliError(str(e)) from None
     if args.nsys_pass:
@@ -253,6 +278,30 @@ def cmd_collect_decode(args) -> int:
               file=sys.stderr)
     _emit(records, args.out, args.server)
     return 0
+
+
+def _sweep(cfg, cells: list[tuple[str, bool]]) -> list[dict]:  # noqa: ANN001 - DecodeConfig
+    """A factorial sweep (shared-expert order x CUDA graphs, beside the batch sizes): one
+    process per cell, each running this very config with its cell's settings."""
+    import dataclasses
+
+    work = Path(cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-sweep-"))
+    work.mkdir(parents=True, exist_ok=True)
+    records: list[dict] = []
+    for i, (order, graphs) in enumerate(cells):
+        cell = dataclasses.replace(cfg, order=order, cuda_graphs=graphs,
+                                   workdir=str(work / f"cell{i}"))
+        cfg_file, out = work / f"cell{i}.config.json", work / f"cell{i}.json"
+        cfg_file.write_text(json.dumps(dataclasses.asdict(cell)))
+        name = f"{order} {'graphs' if graphs else 'eager'}"
+        print(f"cell {i + 1}/{len(cells)}: {name}", file=sys.stderr, flush=True)
+        r = subprocess.run([sys.executable, "-m", "collectors", "collect", "decode",
+                            "--from-config", str(cfg_file), "--cell-out", str(out)])
+        if r.returncode != 0 or not out.is_file():
+            raise CliError(f"cell {name} failed (exit {r.returncode}); the cells before it are in "
+                           f"{work}")
+        records.extend(json.loads(out.read_text()))
+    return records
 
 
 def cmd_collect_command(args) -> int:

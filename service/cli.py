@@ -426,6 +426,47 @@ def _order(block: int) -> tuple[str, str]:
     return block_order(block)
 
 
+def cmd_attribute(args) -> int:
+    """Which config key explains the run means, the trial spread or non-identical repeats."""
+    from .schemas import AttributionOut
+
+    params: dict = {"benchmark": args.benchmark, "metric": args.metric}
+    if args.label:
+        params["label"] = args.label
+    if args.branch:
+        params["branch"] = args.branch
+    if args.server:
+        result = AttributionOut.model_validate(_api(args.server, "GET", "/api/v1/attribution",
+                                                    params=params))
+    else:
+        from .db import transaction
+        from .errors import DomainError
+        from .usecases.attribution import attribution
+
+        with transaction(_local_session()) as session:
+            try:
+                result = attribution(session, args.benchmark, args.metric, args.label, args.branch)
+            except DomainError as e:
+                raise CliError(e.message) from None
+    if args.json:
+        print(result.model_dump_json(indent=1))
+        return 0
+    print(f"attribution over {result.runs} run(s) of {result.benchmark} / {result.metric}")
+    for title, factors, sentence in (
+            ("run means" if result.metric != "determinism" else "bitwise-identical repeats",
+             result.factors, result.finding),
+            ("trial spread", result.spread_factors, result.spread_finding)):
+        if factors is None:
+            continue
+        print(f"\n  {title}: {sentence}")
+        print(f"  {'key':<18} {'explains':>9} {'p':>9} {'effect':>10}  levels")
+        for f in factors:
+            p = "-" if f.p_value is None else f"{f.p_value:.2g}"
+            print(f"  {f.key:<18} {100 * f.explains:>8.1f}% {p:>9} {f.effect:>10.3g}  "
+                  f"{', '.join(map(str, f.levels))}")
+    return 0
+
+
 def cmd_comment(args) -> int:
     from .bot.comment import post_comment
 
@@ -507,6 +548,16 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--benchmark")
     b.add_argument("--server", required=True)
     p.set_defaults(func=cmd_baseline)
+
+    p = sub.add_parser("attribute", help="which config key explains the run means, trial spread "
+                       "or non-identical repeats of a factorial set of runs")
+    p.add_argument("benchmark")
+    p.add_argument("--metric", default="tok_s", help="a metric, or `determinism`")
+    p.add_argument("--label", action="append", help="runs of these labels (repeatable)")
+    p.add_argument("--branch")
+    p.add_argument("--server", help="ask this server (default: the local database)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_attribute)
 
     # the collectors define `experiment` (run and write records); here it also judges
     sub.choices["experiment"].set_defaults(func=cmd_experiment)

@@ -502,3 +502,17 @@ def run_means(session: Session, run_ids: list[int], metric: str) -> dict[int, fl
     return {rid: mean for rid, mean in session.execute(
         select(RunMetric.run_id, RunMetric.mean).where(RunMetric.run_id.in_(run_ids),
                                                        RunMetric.metric == metric))}
+
+
+def attribution_rows(session: Session, bench_id: int, metric: str, labels: list[str],
+                     branch: str | None) -> list:
+    """Per run: series config, determinism, body hash and the metric's mean and stdev."""
+    q = (select(Series.config, Run.determinism, Run.body_sha256, RunMetric.mean, RunMetric.stdev)
+         .join(Series, Series.id == Run.series_id)
+         .join(RunMetric, (RunMetric.run_id == Run.id) & (RunMetric.metric == metric))
+         .where(Run.benchmark_id == bench_id))
+    if labels:
+        q = q.where(Run.label.in_(labels))
+    if branch:
+        q = filter_runs(q, history_branch=branch)
+    return list(session.execute(q.order_by(Run.id)))

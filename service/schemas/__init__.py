@@ -434,6 +434,25 @@ class ExperimentOut(BaseModel):
     verdict: GateOut
 
 
+class FactorOut(BaseModel):
+    key: str
+    levels: list[Any]
+    effect: float
+    p_value: float | None
+    explains: float = Field(description="share of the outcome's variation, 0..1")
+    level_values: dict[str, float]
+
+
+class AttributionOut(BaseModel):
+    benchmark: str
+    metric: str
+    runs: int
+    factors: list[FactorOut]
+    finding: str
+    spread_factors: list[FactorOut] | None = None
+    spread_finding: str | None = None
+
+
 class TraceOut(BaseModel):
     id: int
     run_id: int

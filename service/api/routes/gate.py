@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from ...schemas import (
+    AttributionOut,
     ChangePointsOut,
     CompareOut,
     ExperimentOut,
@@ -16,7 +17,7 @@ from ...schemas import (
     parse_run_ids,
     parse_vary,
 )
-from ...usecases import experiments, history, verdicts
+from ...usecases import attribution, experiments, history, verdicts
 from ..deps import ERRORS, db, require_read
 
 router = APIRouter(prefix="/api/v1", tags=["gate"], dependencies=[Depends(require_read)])
@@ -47,6 +48,15 @@ def get_experiment(request: Request, exp_id: Annotated[str, Path(min_length=1, m
                    session: Session = Depends(db)):
     """An interleaved experiment: its runs by arm and block, and its blocked verdict."""
     return experiments.show(session, exp_id, request.app.state.settings.gate_alpha)
+
+
+@router.get("/attribution", response_model=AttributionOut, responses=ERRORS)
+def get_attribution(benchmark: Name, metric: Metric = "tok_s",
+                    label: Annotated[list[str] | None, Query(max_length=100)] = None,
+                    branch: OptName = None, session: Session = Depends(db)):
+    """Which config key explains the run means and trial spread of `metric`, or (metric
+    `determinism`) the non-identical repeats, over the runs of these labels."""
+    return attribution.attribution(session, benchmark, metric, label, branch)
 
 
 @router.get("/changepoints", response_model=ChangePointsOut, responses=ERRORS)

@@ -1,0 +1,147 @@
+"""Which config key explains what: a factorial set of runs (batch size x shared-expert order x
+CUDA graphs, ...) and one outcome per run. Pure: rows in, dataclasses out.
+
+- run means: log of each run's mean (effects are relative), one ANOVA over every factor at once
+  (statsmodels OLS, type II sums of squares): per key its F-test p-value and the share of the
+  variation it explains;
+- trial spread: each run's trial CV, the same ANOVA;
+- determinism: each run's share of bitwise-identical repeats, the same ANOVA for the shares, and
+  per key an exact test of identical vs not-identical repeats across its levels (scipy: Fisher's
+  exact test for two levels, a chi-square test of independence for more).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import statsmodels.formula.api as smf
+from scipy import stats
+from statsmodels.stats.anova import anova_lm
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    config: dict[str, Any]
+    mean: float | None
+    cv_pct: float | None
+    identical: int | None = None
+    repeats: int | None = None
+
+
+@dataclass(frozen=True)
+class Factor:
+    key: str
+    levels: list[Any]
+    effect: float  # range of the level means: % (run means), CV points (spread), share (determinism)
+    p_value: float | None
+    explains: float  # share of the outcome's variation, 0..1
+    level_values: dict[str, float]
+
+
+def factor_keys(rows: Sequence[RunFacts]) -> list[str]:
+    keys = sorted({k for r in rows for k in r.config})
+    return [k for k in keys if len({repr(r.config.get(k)) for r in rows}) > 1]
+
+
+def _anova(frame: pd.DataFrame, outcome: str, keys: list[str]) -> dict[str, tuple[float, float]]:
+    """key -> (share of the total sum of squares, p-value) from one additive model."""
+    if frame[outcome].nunique() <= 1 or len(frame) <= len(keys) + 1:
+        return {k: (0.0, math.nan) for k in keys}
+    formula = f"{outcome} ~ " + " + ".join(f"C(f{i})" for i in range(len(keys)))
+    model = smf.ols(formula, data=frame).fit()
+    table = anova_lm(model, typ=2)
+    total = float(((frame[outcome] - frame[outcome].mean()) ** 2).sum())
+    out = {}
+    for i, k in enumerate(keys):
+        row = table.loc[f"C(f{i})"]
+        share = float(row["sum_sq"]) / total if total > 0 else 0.0
+        p = float(row["PR(>F)"]) if not math.isnan(row["PR(>F)"]) else math.nan
+        out[k] = (min(1.0, share), p)
+    return out
+
+
+def _frame(rows: Sequence[RunFacts], keys: list[str], outcome: list[float | None]) -> pd.DataFrame:
+    data: dict[str, list[Any]] = {f"f{i}": [repr(r.config.get(k)) for r in rows]
+                                  for i, k in enumerate(keys)}
+    data["y"] = list(outcome)
+    return pd.DataFrame(data).dropna()
+
+
+def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
+    """`outcome`: "mean", "spread" or "determinism". Factors sorted by `explains`."""
+    keys = factor_keys(rows)
+    if not keys:
+        return []
+    ys: list[float | None]
+    if outcome == "mean":
+        ys = [math.log(r.mean) if r.mean and r.mean > 0 else None for r in rows]
+    elif outcome == "spread":
+        ys = [r.cv_pct for r in rows]
+    else:
+        ys = [(r.identical or 0) / r.repeats if r.repeats else None for r in rows]
+    frame = _frame(rows, keys, ys)
+    shares = _anova(frame, "y", keys)
+    out = []
+    for i, k in enumerate(keys):
+        groups = frame.groupby(f"f{i}")["y"].mean()
+        values = {lvl: float(v) for lvl, v in groups.items()}
+        if outcome == "mean":
+            effect = 100.0 * (math.exp(max(values.values()) - min(values.values())) - 1)
+        else:
+            effect = max(values.values()) - min(values.values())
+        p: float | None = shares[k][1]
+        if outcome == "determinism":
+            p = _exact_test(rows, k)
+        out.append(Factor(k, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
+                          None if p is None or math.isnan(p) else float(p), shares[k][0], values))
+    return sorted(out, key=lambda f: -f.explains)
+
+
+def _exact_test(rows: Sequence[RunFacts], key: str) -> float | None:
+    """Identical vs not-identical repeats across the key's levels."""
+    table: dict[str, list[int]] = {}
+    for r in rows:
+        if r.repeats:
+            cell = table.setdefault(repr(r.config.get(key)), [0, 0])
+            cell[0] += r.identical or 0
+            cell[1] += r.repeats - (r.identical or 0)
+    counts = np.array(list(table.values()))
+    if counts.shape[0] < 2 or (counts.sum(axis=0) == 0).any():
+        return 1.0 if counts.shape[0] >= 2 else None
+    if counts.shape[0] == 2:
+        return float(stats.fisher_exact(counts).pvalue)
+    return float(stats.chi2_contingency(counts).pvalue)
+
+
+def finding(outcome: str, factors: Sequence[Factor], metric: str = "tok_s",
+            alpha: float = 0.05) -> str:
+    """One plain sentence: what follows which key, and which keys explain nothing."""
+    if not factors:
+        return "the runs do not differ in any config key"
+    what, verb = {"mean": (f"{metric} run means", "follow"),
+                  "spread": (f"{metric} trial spread", "follows"),
+                  "determinism": ("non-identical repeats", "follow")}[outcome]
+    top = [f for f in factors if f.p_value is not None and f.p_value < alpha]
+    none = [f for f in factors if f not in top]
+    if not top:
+        return f"no config key explains the {what} (none significant at {alpha})"
+    lead = top[0]
+    if outcome == "determinism":
+        worst = min(lead.level_values.items(), key=lambda kv: kv[1])
+        head = (f"non-identical repeats follow {lead.key} (explains {100 * lead.explains:.0f}%, "
+                f"p={lead.p_value:.2g}; least identical at {lead.key}={worst[0]}: "
+                f"{100 * worst[1]:.0f}% of repeats)")
+    else:
+        head = (f"the {what} {verb} {lead.key} (explains {100 * lead.explains:.0f}%, "
+                f"p={lead.p_value:.2g}, level means differ by {lead.effect:.1f}"
+                f"{'%' if outcome == 'mean' else ' CV points'})")
+    rest = [f"{f.key} ({100 * f.explains:.0f}%)" for f in top[1:]]
+    tail = f"; also {', '.join(rest)}" if rest else ""
+    quiet = "; " + ", ".join(f"{f.key} explains {100 * f.explains:.0f}% (p="
+                             f"{'-' if f.p_value is None else format(f.p_value, '.2g')})"
+                             for f in none) if none else ""
+    return head + tail + quiet

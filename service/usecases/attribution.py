@@ -1,0 +1,49 @@
+"""Attribution over a set of runs that vary several config keys (spec/api.md v1.1,
+"Attribution"): which key explains the run means, the trial spread, or non-identical repeats."""
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from ..errors import Invalid, NotFound
+from ..repositories import runs as runs_repo
+from ..schemas import AttributionOut, FactorOut
+from ..stats.attribution import Factor, RunFacts, attribute, finding
+
+# keys that describe the shape of the run rather than a choice under study
+NOT_FACTORS = ("device", "steps", "layers", "hidden", "experts", "top_k", "dtype")
+
+
+def _factors(fs: list[Factor]) -> list[FactorOut]:
+    return [FactorOut(key=f.key, levels=f.levels, effect=f.effect, p_value=f.p_value,
+                      explains=f.explains, level_values=f.level_values) for f in fs]
+
+
+def attribution(session: Session, benchmark: str, metric: str = "tok_s",
+                labels: list[str] | None = None, branch: str | None = None) -> AttributionOut:
+    bench_id = runs_repo.benchmark_id(session, benchmark)
+    if bench_id is None:
+        raise NotFound(f"benchmark {benchmark!r} not found", "benchmark")
+    facts_metric = "tok_s" if metric == "determinism" else metric
+    rows = runs_repo.attribution_rows(session, bench_id, facts_metric, labels or [], branch)
+    seen: set[str] = set()
+    facts = []
+    for r in rows:
+        if r.body_sha256 in seen:  # a record posted twice counts once
+            continue
+        seen.add(r.body_sha256)
+        det = r.determinism or {}
+        cfg = {k: v for k, v in r.config.items() if k not in NOT_FACTORS}
+        facts.append(RunFacts(cfg, r.mean, 100.0 * r.stdev / r.mean if r.stdev and r.mean else 0.0,
+                              det.get("identical"), det.get("repeats")))
+    if len(facts) < 3:
+        raise Invalid(f"attribution needs at least 3 runs; {len(facts)} match", "benchmark")
+    if metric == "determinism":
+        if not any(f.repeats for f in facts):
+            raise Invalid("determinism: none of these runs holds repeat digests", "metric")
+        fs = attribute(facts, "determinism")
+        return AttributionOut(benchmark=benchmark, metric=metric, runs=len(facts),
+                              factors=_factors(fs), finding=finding("determinism", fs))
+    fs, spread = attribute(facts, "mean"), attribute(facts, "spread")
+    return AttributionOut(benchmark=benchmark, metric=metric, runs=len(facts), factors=_factors(fs),
+                          finding=finding("mean", fs, metric), spread_factors=_factors(spread),
+                          spread_finding=finding("spread", spread, metric))
