@@ -15,10 +15,10 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
-from service.errors import Invalid
+from service.errors import DomainError, Invalid
 from service.format import interval, num, pct, series_label, series_short
 from service.schemas import GateIn, parse_run_ids, parse_vary
-from service.usecases import history, overview, runs, verdicts
+from service.usecases import attribution, history, overview, runs, verdicts
 
 from . import figures
 
@@ -94,8 +94,17 @@ def matrix_page(request: Request, name: str, session: Session = Depends(db), lab
     cells = history.matrix_cells(session, name, label)
     fig = figures.matrix(cells, f"{name}: tok/s of the latest run per cell (± trial CV; "
                                 "bitwise-identical repeats)") if cells else None
+    findings = []
+    for metric in ("determinism", "tok_s"):
+        try:
+            a = attribution.attribution(session, name, metric, [label] if label else None)
+        except DomainError:
+            continue
+        findings.append(a.finding)
+        if a.spread_finding:
+            findings.append(a.spread_finding)
     return _page(request, "matrix.html", title=f"{name} matrix · perfwarden", name=name,
-                 figure=_fig(fig) if fig else None,
+                 figure=_fig(fig) if fig else None, findings=findings,
                  cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])))
 
 

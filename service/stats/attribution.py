@@ -87,8 +87,9 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
     shares = _anova(frame, "y", keys)
     out = []
     for i, k in enumerate(keys):
+        shown = {repr(r.config.get(k)): str(r.config.get(k)) for r in rows}
         groups = frame.groupby(f"f{i}")["y"].mean()
-        values = {lvl: float(v) for lvl, v in groups.items()}
+        values = {shown[str(lvl)]: float(v) for lvl, v in groups.items()}
         if outcome == "mean":
             effect = 100.0 * (math.exp(max(values.values()) - min(values.values())) - 1)
         else:

@@ -18,7 +18,8 @@ def seeded(settings):
         pytest.skip("the browser suite runs once, on SQLite")
     from service.seed import seed
 
-    assert seed(settings, H200) == 92  # 68 + the 24 runs of the A/B experiment
+    # 68 + the A/B processes (24), the two experiments (36) and the seed's matrix (24)
+    assert seed(settings, H200) == 152
     return settings
 
 
@@ -55,8 +56,8 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     url, app = live_server
     page, errors = _open(browser, url + "/", "index")
     rows = page.locator("#benchmarks tr").count()
-    assert rows == 4  # header + moe-decode + moe-decode-noise + moe-decode-ab
-    assert page.locator("#benchmarks").inner_text().count("moe-decode") == 3
+    assert rows == 6  # header + moe-decode, -noise, -ab, -experiment, -matrix
+    assert page.locator("#benchmarks").inner_text().count("moe-decode") == 5
     assert not errors
 
     page, errors = _open(browser, url + "/benchmarks/moe-decode-noise", "benchmark")
@@ -71,6 +72,12 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     for m in ("1", "4", "7", "8"):
         assert f"\t{m}\t" in text
     assert "5/5 identical" in text and "1/5 identical" in text  # M=1 stable, M=8 not
+    assert not errors
+
+    page, errors = _open(browser, url + "/benchmarks/moe-decode-matrix/matrix", "matrix-attribution")
+    found = page.locator("#attribution").inner_text()
+    assert "non-identical repeats follow batch_size" in found and "shared_experts explains" in found
+    assert page.locator("#cells tr").count() == 25  # 6 variants x 4 batch sizes
     assert not errors
 
 

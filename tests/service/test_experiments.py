@@ -98,3 +98,30 @@ def test_h200_experiments(client):
     shown = client.get("/api/v1/experiments/plant1").json()
     assert [b["order"][0] for b in shown["blocks"]] == ["baseline", "candidate", "candidate",
                                                           "baseline", "candidate", "baseline"]
+
+
+def test_attribution_on_the_h200_matrix(client):
+    """The seed's matrix on an H200 (bench/gpu/h200_seed_matrix.sh, data/h200/matrix): M=1/4/7/8
+    x overlap/late/serial x graphs/eager, 5 repeats each. Non-identical repeats follow the batch
+    size; the shared-expert order and CUDA graphs explain none of it."""
+    import json
+
+    from tests.conftest import H200
+
+    recs = json.loads((H200 / "matrix" / "matrix.json").read_text())
+    assert client.post("/api/v1/runs/batch", json={"runs": recs}).status_code == 201
+    det = client.get("/api/v1/attribution", params={"benchmark": "moe-decode-matrix",
+                                                    "metric": "determinism"}).json()
+    assert det["runs"] == 24 and [f["key"] for f in det["factors"]][0] == "batch_size"
+    by = {f["key"]: f for f in det["factors"]}
+    assert by["batch_size"]["explains"] > 0.9 and by["batch_size"]["p_value"] < 1e-6
+    assert by["batch_size"]["level_values"]["1"] == 1.0  # M=1 repeats are all identical
+    assert by["shared_experts"]["explains"] < 0.05 and by["shared_experts"]["p_value"] > 0.5
+    assert by["cuda_graphs"]["p_value"] > 0.5
+    assert det["finding"].startswith("non-identical repeats follow batch_size")
+    assert "shared_experts explains 1%" in det["finding"]
+    tok = client.get("/api/v1/attribution", params={"benchmark": "moe-decode-matrix"}).json()
+    assert {f["key"] for f in tok["factors"][:2]} == {"batch_size", "cuda_graphs"}
+    assert tok["spread_finding"].startswith("the tok_s trial spread follows cuda_graphs")
+    r = client.get("/api/v1/attribution", params={"benchmark": "nope"})
+    assert r.status_code == 404
