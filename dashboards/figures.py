@@ -155,3 +155,30 @@ def small_panel(series: list[dict], title: str, unit: str) -> go.Figure:
     layout = dict(**{**LAYOUT, "height": 280}, title=dict(text=title),
                   yaxis=dict(title=dict(text=unit)))
     return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def experiment(blocks: list[dict], title: str) -> go.Figure:
+    """Both arms' run means over block order (one line per arm and series), so drift of the
+    machine and the arms' gap are seen together."""
+    data: list[dict[str, Any]] = []
+    by: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for b in blocks:
+        for arm in ("baseline", "candidate"):
+            # the second run of a block sits half a step right of the first
+            x = b["block"] + 1 + (0.0 if b["order"] and b["order"][0] == arm else 0.5)
+            for r in b[arm]:
+                if r["tok_s_mean"] is not None:
+                    xs, ys = by.setdefault((arm, r["cell"]), ([], []))
+                    xs.append(x)
+                    ys.append(r["tok_s_mean"])
+    for (arm, sid), (xs, ys) in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        data.append(dict(type="scatter", x=xs, y=ys, mode="lines+markers",
+                         name=f"{arm} · {sid}",
+                         line=dict(color=COLORS[0 if arm == "baseline" else 1],
+                                   dash="solid" if arm == "baseline" else "dot"),
+                         hovertemplate=f"{arm} block %{{x:.0f}}<br>%{{y:.2f}} tok/s<extra></extra>"))
+    layout = dict(**LAYOUT, title=dict(text=title),
+                  xaxis=dict(title=dict(text="block (run order within a block: left first)"),
+                             dtick=1),
+                  yaxis=dict(title=dict(text="tok/s (run mean)")))
+    return go.Figure(data=data, layout=layout, _validate=False)

@@ -18,7 +18,7 @@ from service.api.deps import db, require_read
 from service.errors import DomainError, Invalid
 from service.format import interval, num, pct, series_label, series_short
 from service.schemas import GateIn, parse_run_ids, parse_vary
-from service.usecases import attribution, history, overview, runs, verdicts
+from service.usecases import attribution, experiments, history, overview, runs, verdicts
 
 from . import figures
 
@@ -123,6 +123,18 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
     rows = [(m, series_label(m.series)) for m in cmp.metrics]
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
                  dists=dists, rows=rows)
+
+
+@router.get("/experiments/{exp_id}", response_class=HTMLResponse)
+def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_length=1, max_length=200)],
+                    session: Session = Depends(db)):
+    exp = experiments.show(session, exp_id, request.app.state.settings.gate_alpha)
+    fig = figures.experiment(exp["blocks"], f"{exp_id}: both arms over block order")
+    order = " ".join("".join("A" if a == "baseline" else "B" for a in b["order"])
+                     for b in exp["blocks"])
+    rows = [(m, series_label(m.series)) for m in exp["verdict"].metrics]
+    return _page(request, "experiment.html", title=f"experiment {exp_id} · perfwarden", exp=exp,
+                 figure=_fig(fig), rows=rows, order=order)
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -564,9 +564,10 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("comment", help="post or update the PR comment with the verdict")
     p.add_argument("--server", required=True)
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--baseline", required=True)
-    p.add_argument("--run", type=int, action="append", required=True)
+    p.add_argument("--benchmark")
+    p.add_argument("--baseline")
+    p.add_argument("--run", type=int, action="append")
+    p.add_argument("--experiment", metavar="ID", help="report this interleaved experiment")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
     p.add_argument("--pr", type=int, required=True)
     p.add_argument("--vary", action="append", metavar="KEY")

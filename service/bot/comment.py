@@ -6,17 +6,26 @@ import sys
 
 from collectors.errors import CliError
 
-from ..schemas import CompareOut
+from ..schemas import CompareOut, ExperimentOut
 from .github import GitHub, GitHubError
 from .markdown import marker, render
 
 
 def post_comment(args, api) -> int:
-    params = {"benchmark": args.benchmark, "baseline": args.baseline,
-              "run_ids": ",".join(map(str, args.run))}
-    if getattr(args, "vary", None):
-        params["vary"] = ",".join(args.vary)
-    cmp = CompareOut.model_validate(api(args.server, "GET", "/api/v1/compare", params=params))
+    if getattr(args, "experiment", None):
+        exp = ExperimentOut.model_validate(api(args.server, "GET",
+                                               f"/api/v1/experiments/{args.experiment}"))
+        cmp = CompareOut(**exp.verdict.model_dump(), distributions=[], trace_diff=None, traces={},
+                         baseline_runs=[], candidate_runs=[])
+        args.benchmark, args.baseline = exp.benchmark, exp.verdict.baseline
+    else:
+        if not args.benchmark or not args.baseline or not args.run:
+            raise CliError("comment: give --benchmark, --baseline and --run (or --experiment ID)")
+        params = {"benchmark": args.benchmark, "baseline": args.baseline,
+                  "run_ids": ",".join(map(str, args.run))}
+        if getattr(args, "vary", None):
+            params["vary"] = ",".join(args.vary)
+        cmp = CompareOut.model_validate(api(args.server, "GET", "/api/v1/compare", params=params))
     body = render(cmp, args.dashboard_url, args.server)
     if args.dry_run:
         print(body)

@@ -20,6 +20,10 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
     lines = [marker(b, base),
              f"## {ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — `{b}` vs "
              f"baseline `{base}`", ""]
+    if cmp.baseline.startswith("experiment:"):
+        lines += [f"Interleaved experiment `{cmp.baseline.split(':', 1)[1]}`: baseline and "
+                  "candidate ran alternately on one host (ABBA BAAB ...); each change is the mean "
+                  "of the blocks' candidate-minus-baseline differences.", ""]
     if cmp.vary:
         lines += [f"Varied on purpose: {', '.join(f'`{k}`' for k in cmp.vary)} (each row shows "
                   "baseline→candidate).", ""]
@@ -96,7 +100,10 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
                   f"{hw.get('gpu_count', '?')}x {hw.get('gpu', '?')}; {cmp.correction}, "
                   f"alpha {cmp.alpha}. `pass` means the one-sided 95% bound rules out a "
                   "regression of the threshold's size."]
-    if dashboard_url:
+    if dashboard_url and cmp.baseline.startswith("experiment:"):
+        lines.append(f"[Open the experiment in the dashboard]({dashboard_url.rstrip('/')}/experiments/"
+                     f"{cmp.baseline.split(':', 1)[1]})")
+    elif dashboard_url:
         q = {"benchmark": b, "baseline": base,
              "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
         if cmp.vary:

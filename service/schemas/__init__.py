@@ -415,6 +415,7 @@ class BenchmarkPatch(BaseModel):
 class ExperimentRun(BaseModel):
     run_id: int
     series_id: int
+    cell: str  # the series without the keys the arms set apart
     started_at: str | None
     tok_s_mean: float | None
 

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from ..errors import Invalid, NotFound
+from ..format import series_short
 from ..repositories import runs as runs_repo
 from ..schemas import FIXED_SERIES_KEYS, GateOut
 from ..stats.blocked import assess_blocks, look_alpha
@@ -124,13 +125,22 @@ def show(session: Session, exp_id: str, alpha: float = 0.05) -> dict[str, Any]:
     its verdict."""
     rows = _rows(session, exp_id)
     means = runs_repo.run_means(session, [r.id for r in rows], "tok_s")
+    series = runs_repo.series_rows(session, {r.series_id for r in rows})
+    varied = set(varied_keys([series[r.series_id].config for r in rows if r.experiment_arm == "baseline"],
+                             [series[r.series_id].config for r in rows if r.experiment_arm == "candidate"]))
+
+    def cell(sid: int) -> str:  # the run's cell without the keys the arms set apart
+        s = series[sid]
+        return series_short({k: v for k, v in s.config.items() if k not in varied}, s.gpu,
+                            s.gpu_count)
+
     blocks: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {a: [] for a in ARMS})
     order: dict[int, list[str]] = defaultdict(list)
     for r in rows:
         arm = r.experiment_arm or "baseline"
         blocks[r.experiment_block or 0][arm].append(
-            {"run_id": r.id, "series_id": r.series_id, "started_at": runs_repo.utc(r.started_at),
-             "tok_s_mean": means.get(r.id)})
+            {"run_id": r.id, "series_id": r.series_id, "cell": cell(r.series_id),
+             "started_at": runs_repo.utc(r.started_at), "tok_s_mean": means.get(r.id)})
         if arm not in order[r.experiment_block or 0]:
             order[r.experiment_block or 0].append(arm)
     verdict = judge_experiment(session, exp_id, alpha=alpha)

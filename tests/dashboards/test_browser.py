@@ -74,6 +74,13 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     assert "5/5 identical" in text and "1/5 identical" in text  # M=1 stable, M=8 not
     assert not errors
 
+    page, errors = _open(browser, url + "/experiments/plant1", "experiment")
+    assert page.locator("#verdict").inner_text() == "FAIL"
+    assert page.locator("#arms .scatterlayer .trace").count() == 2  # both arms over block order
+    assert "order AB BA BA AB BA AB" in page.locator("p.muted").first.inner_text()
+    assert "-1.36%" in page.locator("#gate").inner_text()
+    assert not errors
+
     page, errors = _open(browser, url + "/benchmarks/moe-decode-matrix/matrix", "matrix-attribution")
     found = page.locator("#attribution").inner_text()
     assert "non-identical repeats follow batch_size" in found and "shared_experts explains" in found

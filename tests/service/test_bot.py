@@ -197,6 +197,30 @@ def test_comment_shows_varied_keys_both_sides(client, capsys):
     assert "**FAIL**" in body and "-0.59%" in body and "vary=shared_experts" in body
 
 
+def test_comment_reports_an_experiment(client, capsys):
+    import json
+
+    from service.bot.comment import post_comment
+    from tests.conftest import H200
+
+    recs = json.loads((H200 / "experiment" / "plant1.json").read_text())
+    client.post("/api/v1/runs/batch", json={"runs": recs})
+
+    def api(server, method, path, **kw):
+        r = client.request(method, path, **kw)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    args = SimpleNamespace(server="http://perfwarden.local", benchmark=None, baseline=None,
+                           run=None, experiment="plant1", repo="acme/engine", pr=150, vary=None,
+                           dashboard_url="http://dash.local", dry_run=True)
+    assert post_comment(args, api) == 0
+    body = capsys.readouterr().out
+    assert "<!-- perfwarden:moe-decode-experiment:experiment:plant1 -->" in body
+    assert "Interleaved experiment `plant1`" in body and "**FAIL**" in body and "-1.36%" in body
+    assert "http://dash.local/experiments/plant1" in body
+
+
 def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
     from fastapi.testclient import TestClient
     from pydantic import SecretStr
