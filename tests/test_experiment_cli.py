@@ -67,3 +67,33 @@ def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     assert orders(json.loads(out.read_text())) == ["AB", "BA"]
     r = run("experiment", "--baseline-cmd", "true", "--candidate-cmd", "true")
     assert r.returncode == 2 and "{out}" in r.stderr
+
+
+def test_until_decided_adds_blocks_only_while_undecided(tmp_path):
+    """Fake arms (no GPU), with a machine drift shared by both arms of a block: a 2% slower
+    candidate is decided at the first look (3 blocks); an A/A pair whose candidate processes
+    scatter by +-4% stays undecided and runs to --max-pairs."""
+    script = tmp_path / "arm.py"
+    script.write_text(
+        "import json, sys, pathlib\n"
+        "out, arm, slow = pathlib.Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])\n"
+        "n = len(list(out.parent.glob('*.json')))\n"
+        "block = n // 2\n"
+        "drift = 1 + 0.03 * ((block * 7) % 5 - 2)\n"
+        "scatter = (0.001 if slow else 0.04) * (-1) ** block if arm == 'candidate' else 0.0\n"
+        "level = 1000.0 * drift * (1 - slow if arm == 'candidate' else 1.0) * (1 + scatter)\n"
+        "rec = {'benchmark': 'fake', 'config': {'batch_size': 1}, 'started_at':\n"
+        "       f'2026-11-01T00:{n:02d}:00Z', 'hardware': {'gpu': 'cpu', 'gpu_count': 1},\n"
+        "       'metrics': {'tok_s': {'unit': 'tok/s', 'direction': 'higher',\n"
+        "                             'samples': [level, level * 1.0001, level * 0.9999]}}}\n"
+        "out.write_text(json.dumps([rec]))\n")
+    for slow, want_exit, want_blocks in (("0.02", 1, 3), ("0", 3, 5)):
+        out = tmp_path / f"seq-{slow}.json"
+        cmd = f"{sys.executable} {script} {{out}}"
+        r = run("experiment", "--baseline-cmd", f"{cmd} baseline {slow}",
+                "--candidate-cmd", f"{cmd} candidate {slow}", "--pairs", "3", "--until-decided",
+                "--max-pairs", "5", "--id", f"seq-{slow}", "--out", str(out),
+                "--workdir", str(tmp_path / f"w{slow}"))
+        assert r.returncode == want_exit, r.stdout + r.stderr
+        assert len(orders(json.loads(out.read_text()))) == want_blocks
+        assert "each of 3 looks at alpha/3" in r.stdout
