@@ -259,25 +259,30 @@ def _local_session():
     return session_factory(make_engine(s.database_url))
 
 
+def _ask(server: str | None, path: str, params: dict, model, local):  # noqa: ANN001
+    """A read from the server when one is given, else the same use case on the local database."""
+    if server:
+        return model.model_validate(_api(server, "GET", path, params=params))
+    from .db import transaction
+    from .errors import DomainError
+
+    with transaction(_local_session()) as session:
+        try:
+            return local(session)
+        except DomainError as e:
+            raise CliError(e.message) from None
+
+
 def cmd_noise(args) -> int:
     from .gate_report import print_noise
     from .schemas import NoiseOut
+    from .usecases.history import noise
 
-    if args.server:
-        params = {"benchmark": args.benchmark, "metric": args.metric}
-        params.update({k: v for k, v in (("branch", args.branch), ("baseline", args.baseline))
-                       if v})
-        result = NoiseOut.model_validate(_api(args.server, "GET", "/api/v1/noise", params=params))
-    else:
-        from .db import transaction
-        from .errors import DomainError
-        from .usecases.history import noise
-
-        with transaction(_local_session()) as session:
-            try:
-                result = noise(session, args.benchmark, args.metric, args.branch, args.baseline)
-            except DomainError as e:
-                raise CliError(e.message) from None
+    params = {"benchmark": args.benchmark, "metric": args.metric}
+    params.update({k: v for k, v in (("branch", args.branch), ("baseline", args.baseline)) if v})
+    result = _ask(args.server, "/api/v1/noise", params, NoiseOut,
+                  lambda session: noise(session, args.benchmark, args.metric, args.branch,
+                                        args.baseline))
     if args.json:
         print(result.model_dump_json(indent=1))
         return 0
@@ -435,19 +440,11 @@ def cmd_attribute(args) -> int:
         params["label"] = args.label
     if args.branch:
         params["branch"] = args.branch
-    if args.server:
-        result = AttributionOut.model_validate(_api(args.server, "GET", "/api/v1/attribution",
-                                                    params=params))
-    else:
-        from .db import transaction
-        from .errors import DomainError
-        from .usecases.attribution import attribution
+    from .usecases.attribution import attribution
 
-        with transaction(_local_session()) as session:
-            try:
-                result = attribution(session, args.benchmark, args.metric, args.label, args.branch)
-            except DomainError as e:
-                raise CliError(e.message) from None
+    result = _ask(args.server, "/api/v1/attribution", params, AttributionOut,
+                  lambda session: attribution(session, args.benchmark, args.metric, args.label,
+                                              args.branch))
     if args.json:
         print(result.model_dump_json(indent=1))
         return 0

@@ -280,3 +280,19 @@ def test_serve_refuses_a_database_behind_head(pg_ok):
         assert "perfwarden db upgrade" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     finally:
         drop()
+
+
+def test_attribute_command(live_server):
+    import httpx
+
+    url, _ = live_server
+    recs = json.loads((ROOT / "data" / "h200" / "matrix" / "matrix.json").read_text())
+    assert httpx.post(f"{url}/api/v1/runs/batch", json={"runs": recs}, timeout=60).status_code == 201
+    r = run("attribute", "moe-decode-matrix", "--metric", "determinism", "--server", url)
+    assert r.returncode == 0, r.stderr
+    assert "attribution over 24 run(s)" in r.stdout
+    assert "non-identical repeats follow batch_size" in r.stdout
+    assert r.stdout.split("levels")[1].strip().startswith("batch_size")  # the first row
+    r = run("attribute", "moe-decode-matrix", "--server", url, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["spread_finding"].startswith(
+        "the tok_s trial spread follows cuda_graphs")
