@@ -252,7 +252,7 @@ def cmd_collect_decode(args) -> int:
     graphs = {"on": [True], "off": [False], "both": [False, True]}[args.graphs] if args.graphs \
         else [args.cuda_graphs]
     if True in graphs and args.device != "cuda":
-        raise CliError("CUDA graphs need --device cuda")
+        raise CliError("--cuda-graphs (or --graphs on|both) needs --device cuda")
     cfg = DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
                        trials=args.trials, steps=args.steps, warmup=args.warmup,
                        order=args.order[0], cuda_graphs=graphs[0], profile=args.profile,
