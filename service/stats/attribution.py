@@ -12,6 +12,7 @@ CUDA graphs, ...) and one outcome per run. Pure: rows in, dataclasses out.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +44,26 @@ class Factor:
 
 
 def factor_keys(rows: Sequence[RunFacts]) -> list[str]:
+    """Keys with more than one level; a key whose levels map one to one onto an earlier key's
+    (confounded: these runs cannot tell them apart) is left out, and named with that key."""
     keys = sorted({k for r in rows for k in r.config})
-    return [k for k in keys if len({repr(r.config.get(k)) for r in rows}) > 1]
+    varying = [k for k in keys if len({repr(r.config.get(k)) for r in rows}) > 1]
+    kept: list[str] = []
+    for k in varying:
+        if not any(_confounded(rows, k, j) for j in kept):
+            kept.append(k)
+    return kept
+
+
+def confounded_with(rows: Sequence[RunFacts], key: str) -> list[str]:
+    keys = sorted({k for r in rows for k in r.config} - {key})
+    return [k for k in keys if len({repr(r.config.get(k)) for r in rows}) > 1
+            and _confounded(rows, key, k)]
+
+
+def _confounded(rows: Sequence[RunFacts], a: str, b: str) -> bool:
+    pairs = {(repr(r.config.get(a)), repr(r.config.get(b))) for r in rows}
+    return len(pairs) == len({p[0] for p in pairs}) == len({p[1] for p in pairs})
 
 
 def _anova(frame: pd.DataFrame, outcome: str, keys: list[str]) -> dict[str, tuple[float, float]]:
@@ -52,8 +71,10 @@ def _anova(frame: pd.DataFrame, outcome: str, keys: list[str]) -> dict[str, tupl
     if frame[outcome].nunique() <= 1 or len(frame) <= len(keys) + 1:
         return {k: (0.0, math.nan) for k in keys}
     formula = f"{outcome} ~ " + " + ".join(f"C(f{i})" for i in range(len(keys)))
-    model = smf.ols(formula, data=frame).fit()
-    table = anova_lm(model, typ=2)
+    with warnings.catch_warnings():  # a partly confounded design: the test says what it can
+        warnings.simplefilter("ignore")
+        model = smf.ols(formula, data=frame).fit()
+        table = anova_lm(model, typ=2)
     total = float(((frame[outcome] - frame[outcome].mean()) ** 2).sum())
     out = {}
     for i, k in enumerate(keys):
@@ -97,7 +118,8 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
         p: float | None = shares[k][1]
         if outcome == "determinism":
             p = _exact_test(rows, k)
-        out.append(Factor(k, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
+        name = "/".join([k] + confounded_with(rows, k))
+        out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
                           None if p is None or math.isnan(p) else float(p), shares[k][0], values))
     return sorted(out, key=lambda f: -f.explains)
 
