@@ -25,7 +25,10 @@ def utc(dt: datetime | None) -> str | None:
         return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+    text = dt.astimezone(timezone.utc).isoformat()[:-6]  # isoformat is C-fast; drop "+00:00"
+    if "." in text:  # microseconds without trailing zeros
+        text = text.rstrip("0").rstrip(".")
+    return text + "Z"
 
 
 def canonical(obj) -> str:
@@ -516,3 +519,8 @@ def attribution_rows(session: Session, bench_id: int, metric: str, labels: list[
     if branch:
         q = filter_runs(q, history_branch=branch)
     return list(session.execute(q.order_by(Run.id)))
+
+
+def series_of_benchmark(session: Session, bench_id: int) -> list[Series]:
+    return list(session.scalars(select(Series).where(Series.benchmark_id == bench_id)
+                                .order_by(Series.id)))

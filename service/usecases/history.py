@@ -123,7 +123,9 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
         return [x for x in h if not gpu or x["gpu"] == gpu]
 
     main = hist(metric)
-    all_series = _history(session, bench, metric, branch=ALL_BRANCHES)
+    # the series menu: every series of the benchmark (one small query, no run rows)
+    all_series = [{"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
+                   "runs": []} for s in runs_repo.series_of_benchmark(session, bench.id)]
     bases = baseline_repo.list_all(session, name)
     base = next((b for b in bases if b.name == baseline), bases[0] if bases else None)
     bands: dict[int, tuple[float, float, float]] = {}
