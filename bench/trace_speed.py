@@ -11,6 +11,7 @@ then times `perfwarden analyze --json` on each and HTA's
 prints wall time and peak memory (max RSS of the process).
 
     python bench/trace_speed.py [--mb 220] [--kernels 1000000] [--hta-python PATH]
+    python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
 
 HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
 bench/out/venv-hta, created with `pip install holistictraceanalysis==0.5.0` when missing.
@@ -138,6 +139,26 @@ def build_nsys(kernels: int) -> Path:
     return out
 
 
+def build_rank_set(single: Path, ranks: int) -> Path:
+    """`ranks` copies of the Kineto file, each naming its own rank in distributedInfo (what HTA
+    reads to tell ranks apart); perfwarden reads the rank from the file name."""
+    folder = single.parent.parent / f"{single.parent.name}_{ranks}ranks"
+    folder.mkdir(parents=True, exist_ok=True)
+    for r in range(ranks):
+        out = folder / f"rank{r}.json"
+        if out.exists() and out.stat().st_size >= single.stat().st_size:
+            continue
+        with open(single, "rb") as src, open(out, "wb") as dst:
+            head = src.read(1 << 16)
+            old = b'"distributedInfo": {"rank": 0, "world_size": 1}'
+            new = f'"distributedInfo": {{"rank": {r}, "world_size": {ranks}}}'.encode()
+            if old not in head:
+                raise SystemExit(f"{single}: no distributedInfo in its first 64 KiB")
+            dst.write(head.replace(old, new))
+            shutil.copyfileobj(src, dst, 1 << 22)
+    return folder
+
+
 def measure(cmd: list[str], env=None, repeat: int = 1) -> tuple[float, float, int]:
     """Best wall time, its peak RSS and exit code over `repeat` runs of a child process (this VM
     has noisy neighbours: the best of a few runs is the least disturbed one)."""
@@ -186,30 +207,49 @@ def main() -> int:
     ap.add_argument("--hta-python")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool and trace; best is kept")
+    ap.add_argument("--ranks", type=int, default=0,
+                    help="also time a set of this many rank files (copies of the --mb file with "
+                         "their own rank), all analyzed at once (perfwarden: in parallel)")
+    ap.add_argument("--only-ranks", action="store_true", help="time the rank set only")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     kin = build_kineto(args.mb)
-    kin_gz = gzip_copy(kin)
-    nsys = build_nsys(args.kernels)
     pw = [sys.executable, "-m", "service.cli", "analyze", "--json", "--quiet"]
     rows = []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for label, path in (("kineto json", kin), ("kineto json.gz", kin_gz), ("nsys sqlite", nsys)):
-        wall, rss, code = measure(pw + [str(path)], env, args.repeat)
-        rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
+    singles: tuple[tuple[str, Path], ...] = ()
+    if not args.only_ranks:
+        kin_gz = gzip_copy(kin)
+        nsys = build_nsys(args.kernels)
+        singles = (("kineto json", kin), ("kineto json.gz", kin_gz))
+        for label, path in singles + (("nsys sqlite", nsys),):
+            wall, rss, code = measure(pw + [str(path)], env, args.repeat)
+            rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
+    rank_label = ""
+    if args.ranks > 1:
+        folder = build_rank_set(kin, args.ranks)
+        files = sorted(folder.glob("rank*.json"), key=lambda p: int(p.stem[4:]))
+        rank_label = f"{args.ranks} ranks json"
+        size = sum(f.stat().st_size for f in files) / 1e6
+        wall, rss, code = measure(pw + [str(f) for f in files], env, args.repeat)
+        rows.append(("perfwarden analyze", rank_label, size, wall, rss, code))
+        singles += ((rank_label, files[0]),)
     if not args.skip_hta:
         py = hta_python(args.hta_python)
-        for label, path in (("kineto json", kin), ("kineto json.gz", kin_gz)):
+        for label, path in singles:
             wall, rss, code = measure([py, "-c", HTA_SNIPPET, str(path.parent)], None, args.repeat)
-            rows.append(("HTA 0.5.0 idle_time_breakdown", label, path.stat().st_size / 1e6, wall,
-                         rss, code))
+            size = sum(f.stat().st_size for f in path.parent.glob("*.json")) / 1e6 \
+                if label == rank_label else path.stat().st_size / 1e6
+            rows.append(("HTA 0.5.0 idle_time_breakdown", label, size, wall, rss, code))
     print(f"\nbest of {args.repeat} runs each")
     print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
     for tool, label, mb, wall, rss, code in rows:
         ok = "yes" if code == 0 else "NO"
         print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {ok:>4}")
     by = {(t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
-    for label in ("kineto json", "kineto json.gz"):
+    print("(peak RSS: the largest single process; perfwarden's rank set loads in a process pool "
+          "and HTA's in its own)" if rank_label else "")
+    for label in ("kineto json", "kineto json.gz", rank_label):
         if ("perfwarden", label) in by and ("HTA", label) in by:
             (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
             print(f"{label}: perfwarden is {h_w / pw_w:.1f}x faster than HTA with "

@@ -80,6 +80,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--profile", choices=["none", "nsys", "torch"], default="none")
     d.add_argument("--profile-steps", type=_positive(int), default=10)
     d.add_argument("--profile-batch-sizes", type=_ints)
+    d.add_argument("--profile-timeout", type=_positive(float), default=300.0, metavar="S",
+                   help="watchdog of each profile pass: past S seconds its process group is "
+                        "stopped and the run keeps its timed trials (default 300)")
+    d.add_argument("--routed-kernel", choices=["bmm", "resident"], default="bmm",
+                   help="routed experts as batched GEMMs, or as one resident-grid (persistent) "
+                        "Triton kernel with a grid-wide barrier, one CTA per SM (CUDA)")
     d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
     d.add_argument("--kv-cache-gib", type=_positive(float), default=4.0,
                    help="CPU only: memory granted to the KV cache")
@@ -96,7 +102,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--out", help="write the run records (JSON list) here")
     d.add_argument("--server", help="post the run records (and traces) to this perfwarden server")
     d.add_argument("--workdir", help="keep traces and intermediate files here (default: a temp dir)")
-    d.add_argument("--nsys-pass", action="store_true", help=argparse.SUPPRESS)
     d.add_argument("--from-config", help=argparse.SUPPRESS)  # a cell's or the profile pass's config
     d.add_argument("--cell-out", help=argparse.SUPPRESS)  # where a sweep cell writes its records
     d.add_argument("--quiet", action="store_true")
@@ -124,6 +129,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="compare against these traces (the candidate)")
     a.add_argument("--guard-kernels", metavar="REGEX",
                    help="ordering check: main-stream kernels that must never run beside aux work")
+    a.add_argument("--guard-range", metavar="REGEX",
+                   help="ordering check by phase: the kernels launched inside NVTX ranges of this "
+                        "name (e.g. routed_experts); CUDA graph replays are matched through the "
+                        "eager reference steps of the same step")
+    a.add_argument("--reference", nargs="+", metavar="EAGER_TRACE",
+                   help="with --guard-range on graph replays: an eager trace of the same step "
+                        "(when the trace has no eager_reference_step ranges of its own)")
+    a.add_argument("--jobs", type=_positive(int), default=None,
+                   help="rank files loaded in parallel (default: one per core)")
     a.add_argument("--json", action="store_true")
     a.add_argument("--quiet", action="store_true", help="no progress on stderr")
     a.set_defaults(func=cmd_analyze)
@@ -261,15 +275,14 @@ def cmd_collect_decode(args) -> int:
                        kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
                        plant_pct=args.plant_slowdown_pct, workdir=args.workdir or "",
                        deterministic=args.deterministic,
-                       benchmark=args.benchmark, label=args.label, nsys_pass=args.nsys_pass,
+                       benchmark=args.benchmark, label=args.label,
+                       profile_timeout=args.profile_timeout, routed_kernel=args.routed_kernel,
                        quiet=args.quiet)
     cells = [(o, g) for g in graphs for o in args.order]
     try:
         records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
     except (RuntimeError, ValueError) as e:
         raise CliError(str(e)) from None
-    if args.nsys_pass:
-        return 0
     for r in records:
         s = r["metrics"]["tok_s"]["samples"]
         print(f"M={r['config']['batch_size']}: tok/s mean {sum(s) / len(s):.2f} over {len(s)} "
@@ -364,28 +377,42 @@ def cmd_analyze(args) -> int:
     from .traces import Options, TraceError
     from .traces.analysis import analyze, project, stream_roles
     from .traces.diff import diff_summaries
-    from .traces.load import load_trace
+    from .traces.load import load_traces, rank_rows
     from .traces.model import concat_traces
-    from .traces.ordering import check_ordering
+    from .traces.ordering import REFERENCE_REGEX, check_ordering
     from .traces.progress import Progress
 
     try:
         re.compile(args.step_regex)
-        if args.guard_kernels:
-            re.compile(args.guard_kernels)
+        for rx in (args.guard_kernels, args.guard_range):
+            if rx:
+                re.compile(rx)
     except re.error as e:
         raise CliError(f"invalid regex: {e}") from None
     opts = Options(step_regex=args.step_regex, min_gap_us=args.min_gap_us,
                    main_streams=args.main_stream, aux_streams=args.aux_stream)
     prog = Progress(None if args.quiet else sys.stderr)
 
+    if args.reference and not args.guard_range:
+        raise CliError("--reference is the eager trace for --guard-range; give --guard-range too")
+
+    # host ranges kept while loading: the steps, and the phases the ordering check needs
+    keep = "|".join(f"(?:{rx})" for rx in (opts.step_regex, args.guard_range,
+                                           REFERENCE_REGEX if args.guard_range else None) if rx)
+
     def one(paths):
-        trace = concat_traces([load_trace(p, opts.step_regex, prog) for p in paths])
+        traces = load_traces(paths, keep, prog, jobs=args.jobs)
+        trace = concat_traces(traces)
         proj = project(trace, opts.step_regex)
         summary = analyze(trace, opts, proj)
-        if args.guard_kernels:
+        if len(traces) > 1:
+            summary["ranks"] = rank_rows(summary, traces)
+        if args.guard_kernels or args.guard_range:
+            ref = concat_traces(load_traces(args.reference, keep, prog)) \
+                if args.reference else None
             summary["ordering"] = check_ordering(trace, args.guard_kernels, opts, proj,
-                                                 stream_roles(trace, proj, opts))
+                                                 stream_roles(trace, proj, opts),
+                                                 guard_range=args.guard_range, reference=ref)
         return summary
 
     try:

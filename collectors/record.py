@@ -86,23 +86,36 @@ def write_records(records: list[dict], out: str | os.PathLike) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = path.parent / "traces"
     for rec in records:
-        rel = []
-        for f in rec.get("trace_files") or []:
-            src = Path(f)
-            if src.is_absolute():
-                folder.mkdir(exist_ok=True)
-                dst = folder / src.name
-                if src.resolve() != dst.resolve():
-                    shutil.copyfile(src, dst)
-                rel.append(str(dst.relative_to(path.parent)))
-            else:
-                rel.append(f)
+        rel = [_copy_beside(f, folder, path.parent) for f in rec.get("trace_files") or []]
         if rel:
             rec["trace_files"] = rel
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(records, indent=1, sort_keys=False) + "\n")
     tmp.replace(path)
     return path
+
+
+def _copy_beside(f: str, folder: Path, base: Path) -> str:
+    """Copy an absolutely named file into `folder`; a different file of the same name already
+    there (another run's trace) keeps its name and this one gets its content hash added."""
+    src = Path(f)
+    if not src.is_absolute():
+        return f
+    folder.mkdir(exist_ok=True)
+    dst = folder / src.name
+    if dst.exists() and src.resolve() != dst.resolve() and _file_hash(dst) != _file_hash(src):
+        dst = folder / f"{src.name.split('.')[0]}-{_file_hash(src)[:10]}{''.join(src.suffixes)}"
+    if src.resolve() != dst.resolve():
+        shutil.copyfile(src, dst)
+    return str(dst.relative_to(base))
+
+
+def _file_hash(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def resolve_trace_files(record: dict, base: Path) -> list[Path]:

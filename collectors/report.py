@@ -32,10 +32,11 @@ def print_analysis(s: dict) -> None:
                   f"{_f(r['busy_per_step_us']):>13} {_f(r['busy_share'], 3):>6} "
                   f"{_f(r.get('aux_gap_count')):>10} {_f(r.get('aux_gap_mean_us')):>12}")
     if s["ranks"]:
-        print("\n  rank steps  gap mean us  idle/step us  overlap/step us")
+        print("\n  rank steps  gap mean us  idle/step us  overlap/step us  file")
         for r in s["ranks"]:
             print(f"  {r['rank']:>4} {r['steps']:>5} {_f(r['aux_gap_mean_us']):>12} "
-                  f"{_f(r['aux_idle_per_step_us']):>13} {_f(r['aux_main_overlap_us_per_step']):>16}")
+                  f"{_f(r['aux_idle_per_step_us']):>13} {_f(r['aux_main_overlap_us_per_step']):>16}"
+                  f"  {r.get('file', '')}")
     if s["kernels"]:
         print("\n  top kernels                                                   stream  count"
               "     total us   mean us")
@@ -44,12 +45,26 @@ def print_analysis(s: dict) -> None:
                   f"{_f(k['total_us']):>12} {_f(k['mean_us'], 2):>9}")
     o = s.get("ordering")
     if o:
-        print(f"\nordering check ({o['guarded_regex']!r}): {o['guarded_kernels']} guarded kernels, "
+        what = " and ".join(x for x in (
+            f"kernels {o['guarded_regex']!r}" if o.get("guarded_regex") else "",
+            f"range {o['guard_range']!r}" if o.get("guard_range") else "") if x)
+        print(f"\nordering check ({what}): {o['verdict'].upper()}: {o['guarded_kernels']} guarded "
+              f"kernels ({o.get('graph_replay_kernels', 0)} in graph replays), "
               f"{o['violations']} ran beside aux work"
-              + (f", {o['unordered']} not ordered after aux work by a stream wait"
+              + (f", {o['unordered']} not ordered after aux work by a stream wait "
+                 f"({o['ordered_checked']} checked)"
                  if o["sync_records"] else ", no synchronization records in the trace"))
-        for v in o["violation_list"][:10]:
+        ref = o.get("reference")
+        if ref:
+            print(f"  graph replays matched through {ref['steps']} {ref['source']}: "
+                  f"{len(ref['guarded_names'])} kernel name(s) of the range"
+                  + (f", {len(ref['ambiguous_names'])} ambiguous (also launched outside it)"
+                     if ref["ambiguous_names"] else ""))
+        for v in [v for v in o["violation_list"] if v][:10]:
             print(f"  step {v['step']}: {_short(v['kernel'], 50)} overlapped {v['overlap_us']:.1f} us")
+        for u in o["unordered_list"][:5]:
+            print(f"  step {u['step']}: {_short(u['kernel'], 50)} launched with aux stream(s) "
+                  f"{u['unjoined_aux_streams']} not joined" + (f" ({u['from']})" if u.get("from") else ""))
 
 
 def print_diff(d: dict) -> None:

@@ -7,9 +7,11 @@ after, warm-up excluded (spec/metrics.md).
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +24,9 @@ from .. import env as envinfo
 from ..record import determinism, digest, metric
 
 KV_LOG_FORMAT = "GPU KV cache size: {tokens:,} tokens"
+PROFILE_HANG_ENV = "PERFWARDEN_TEST_HANG_PROFILE"  # test hook: the profile pass hangs
+REFERENCE_RANGE = "eager_reference_step"  # eager launches of the graph's step, in a profile pass
+REFERENCE_STEPS = 2
 
 
 @dataclass
@@ -47,7 +52,9 @@ class DecodeConfig:
     benchmark: str = "moe-decode"
     label: str | None = None
     workdir: str = ""
-    nsys_pass: bool = False  # internal: this process runs under nsys for the profile pass
+    routed_kernel: str = "bmm"  # bmm | resident (one persistent kernel with a grid barrier)
+    profile_timeout: float = 300.0  # watchdog of each profile pass, seconds
+    profile_pass: str = ""  # internal: this process is the profile pass ("nsys" or "torch")
     quiet: bool = False
 
 
@@ -72,16 +79,18 @@ def run(cfg: DecodeConfig) -> list[dict]:
         raise RuntimeError(f"--tp {cfg.tp} needs {cfg.tp} GPUs, {torch.cuda.device_count()} visible")
     if cfg.cuda_graphs and cfg.device != "cuda":
         raise RuntimeError("--cuda-graphs needs --device cuda")
+    if cfg.routed_kernel == "resident" and cfg.device != "cuda":
+        raise RuntimeError("--routed-kernel resident needs --device cuda")
     cfg.workdir = cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-decode-")
     Path(cfg.workdir).mkdir(parents=True, exist_ok=True)
-    result_file = Path(cfg.workdir) / ("nsys_results.json" if cfg.nsys_pass else "results.json")
+    result_file = Path(cfg.workdir) / ("profile_results.json" if cfg.profile_pass else "results.json")
     started = envinfo.utc_now()
     _spawn(cfg, result_file)
-    if cfg.nsys_pass:
+    if cfg.profile_pass:
         return []
     results = json.loads(result_file.read_text())
     records = [_record(cfg, r, started) for r in results]
-    if cfg.profile != "none" and not cfg.nsys_pass:
+    if cfg.profile != "none":
         _profile(cfg, records)
     return records
 
@@ -96,7 +105,11 @@ def _spawn(cfg: DecodeConfig, result_file: Path) -> None:
     import torch.multiprocessing as mp
 
     port = _free_port()
-    mp.spawn(_worker, args=(cfg, port, str(result_file)), nprocs=cfg.tp, join=True)
+    try:
+        mp.spawn(_worker, args=(cfg, port, str(result_file)), nprocs=cfg.tp, join=True)
+    except mp.ProcessRaisedException as e:  # one line: the rank and its error's last line
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        raise RuntimeError(f"rank {e.error_index}: {lines[-1] if lines else 'failed'}") from None
 
 
 def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) -> None:
@@ -110,8 +123,13 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
 
     from .model import ModelShape, MoEDecoder
 
+    if cfg.profile_pass:
+        # a pass that hangs says where: every thread's stack into the pass's log shortly
+        # before the watchdog stops it
+        faulthandler.dump_traceback_later(max(1.0, cfg.profile_timeout * 0.8), exit=False)
     tp = cfg.tp
-    if tp > 1 or "WORLD_SIZE" in os.environ:
+    distributed = tp > 1 or "WORLD_SIZE" in os.environ
+    if distributed:
         backend = "nccl" if cfg.device == "cuda" else "gloo"
         if port is not None:
             dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -136,66 +154,111 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
     results = []
     profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
     for M in cfg.batch_sizes:
-        if cfg.nsys_pass and M not in profiled:
+        if cfg.profile_pass and M not in profiled:
             continue
         model = MoEDecoder(shape, cfg.order, device, tp, rank, M, seed=cfg.seed,
-                           extra_work=cfg.extra_work)
-        g = torch.Generator(device="cpu").manual_seed(cfg.seed)
-        first = torch.randint(0, shape.vocab, (M,), generator=g)
-        model.reset(first)
-        if cfg.cuda_graphs:
-            model.capture_graph()
-        with torch.inference_mode():
-            for i in range(cfg.warmup):
-                model.step(i)
-        sync()
-        plant = None
-        if cfg.plant_pct:
-            if device.type != "cuda":
-                raise RuntimeError("--plant-slowdown-pct needs --device cuda")
-            plant = model.calibrate_plant(cfg.plant_pct, sync)
-            if rank == 0:
-                _log(cfg, f"[M={M}] planted {plant['plant_us']:.1f} us per step "
-                          f"({cfg.plant_pct}% of {plant['step_us']:.1f} us)")
-        kv_tokens, kv_bytes = _kv_capacity(cfg, shape, device, tp)
-        if rank == 0:
-            _log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
-        if cfg.nsys_pass:
-            _profile_steps(cfg, model, sync, device)
-            continue
-        trials = []
-        for t in range(cfg.trials):
-            model.reset(first)
-            out = torch.empty(cfg.steps, M, dtype=torch.long, device=device)
-            sync()
-            t0 = time.perf_counter()
-            with torch.inference_mode():
-                for s in range(cfg.steps):
-                    out[s] = model.step(s)
-            sync()
-            wall = time.perf_counter() - t0
-            tok = out.cpu().numpy().tobytes()
-            trial = {"tok_s": M * cfg.steps / wall, "wall_s": wall, "digest": digest(tok)}
-            if rank == 0:
-                state = envinfo.gpu_state(device.index or 0) if device.type == "cuda" else None
-                if state:
-                    trial["gpu"] = state
-                _log(cfg, f"[M={M}] trial {t + 1}/{cfg.trials}: {trial['tok_s']:.2f} tok/s")
-            trials.append(trial)
-        if cfg.profile == "torch" and M in profiled:
-            trace = Path(cfg.workdir) / f"trace_M{M}_rank{rank}.json.gz"
-            _torch_profile(cfg, model, sync, trace)
-        results.append({"batch_size": M, "trials": trials, "kv_capacity_tokens": kv_tokens,
-                        "kv_bytes_available": kv_bytes, "shape": shape.as_config(),
-                        "kv_bytes_per_token": shape.kv_bytes_per_token(tp), "plant": plant})
-        del model
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    if rank == 0 and not cfg.nsys_pass:
+                           extra_work=cfg.extra_work, routed_kernel=cfg.routed_kernel)
+        try:
+            r = _run_batch(cfg, model, shape, M, rank, device, sync)
+        finally:
+            # the same ending for the timed and the profile pass: the CUDA graph goes before the
+            # next batch size and before the process group (a live graph that captured NCCL
+            # collectives makes the communicator's destroy wait forever: the TP + graphs hang)
+            model.release()
+            del model
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+                torch.cuda.empty_cache()
+        if r is not None:
+            results.append(r)
+    if rank == 0 and not cfg.profile_pass:
         Path(result_file).write_text(json.dumps(results))
-    if tp > 1 or "WORLD_SIZE" in os.environ:
+    if distributed:
         dist.barrier()
+        _teardown(cfg, rank)
+
+
+TEARDOWN_S = 20.0
+
+
+def _teardown(cfg: DecodeConfig, rank: int) -> None:
+    """destroy_process_group, bounded. On two H200s a profile pass of TP2 + CUDA graphs (a process
+    that captured NCCL all-reduces into a graph and replayed it) never returned from it: both
+    ranks waited in destroy_process_group (their stacks, from the pass's faulthandler dump),
+    with the graph already released and the trace complete. Everything this process owes is
+    written before this point, so past TEARDOWN_S the rank exits without it."""
+    import threading
+
+    import torch.distributed as dist
+
+    done = threading.Event()
+
+    def destroy() -> None:
         dist.destroy_process_group()
+        done.set()
+
+    threading.Thread(target=destroy, daemon=True).start()
+    if not done.wait(TEARDOWN_S):
+        print(f"rank {rank}: destroy_process_group did not return in {TEARDOWN_S:g} s; exiting "
+              "without it (results and traces are already written)", file=sys.stderr, flush=True)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(0)
+
+
+def _run_batch(cfg: DecodeConfig, model, shape, M: int, rank: int, device, sync) -> dict | None:
+    """Warm up, then the timed trials (one tok/s sample each), or in a profile pass the profiled
+    steps. Returns the batch size's results (None in a profile pass)."""
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(cfg.seed)
+    first = torch.randint(0, shape.vocab, (M,), generator=g)
+    model.reset(first)
+    if cfg.cuda_graphs:
+        model.capture_graph()
+    with torch.inference_mode():
+        for i in range(cfg.warmup):
+            model.step(i)
+    sync()
+    plant = None
+    if cfg.plant_pct:
+        if device.type != "cuda":
+            raise RuntimeError("--plant-slowdown-pct needs --device cuda")
+        plant = model.calibrate_plant(cfg.plant_pct, sync)
+        if rank == 0:
+            _log(cfg, f"[M={M}] planted {plant['plant_us']:.1f} us per step "
+                      f"({cfg.plant_pct}% of {plant['step_us']:.1f} us)")
+    kv_tokens, kv_bytes = _kv_capacity(cfg, shape, device, cfg.tp)
+    if rank == 0:
+        _log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
+    if cfg.profile_pass:
+        _profile_pass_body(cfg, model, sync, device, M, rank)
+        return None
+    trials = []
+    for t in range(cfg.trials):
+        model.reset(first)
+        out = torch.empty(cfg.steps, M, dtype=torch.long, device=device)
+        sync()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            for s in range(cfg.steps):
+                out[s] = model.step(s)
+        sync()
+        wall = time.perf_counter() - t0
+        tok = out.cpu().numpy().tobytes()
+        trial = {"tok_s": M * cfg.steps / wall, "wall_s": wall, "digest": digest(tok)}
+        if rank == 0:
+            state = envinfo.gpu_state(device.index or 0) if device.type == "cuda" else None
+            if state:
+                trial["gpu"] = state
+            _log(cfg, f"[M={M}] trial {t + 1}/{cfg.trials}: {trial['tok_s']:.2f} tok/s")
+        trials.append(trial)
+    res = {"batch_size": M, "trials": trials, "kv_capacity_tokens": kv_tokens,
+           "kv_bytes_available": kv_bytes, "shape": shape.as_config(),
+           "kv_bytes_per_token": shape.kv_bytes_per_token(cfg.tp), "plant": plant}
+    if model.resident is not None:
+        res["routed_kernel"] = model.resident.compiled
+    return res
 
 
 def _kv_capacity(cfg: DecodeConfig, shape, device, tp: int) -> tuple[int, int]:
@@ -216,6 +279,21 @@ def _kv_capacity(cfg: DecodeConfig, shape, device, tp: int) -> tuple[int, int]:
     return int(tokens), int(available)
 
 
+def _profile_pass_body(cfg: DecodeConfig, model, sync, device, M: int, rank: int) -> None:
+    """Inside a profile pass: the profiled steps, under nsys (cudaProfilerStart/Stop bound the
+    capture) or the PyTorch profiler (one Kineto trace per rank)."""
+    if os.environ.get(PROFILE_HANG_ENV):  # test hook: a profile pass that never returns
+        print(f"[M={M}] {PROFILE_HANG_ENV} set: this profile pass hangs", file=sys.stderr,
+              flush=True)
+        while True:
+            time.sleep(60)
+    work = Path(cfg.workdir)
+    if cfg.profile_pass == "torch":
+        _torch_profile(cfg, model, sync, work / f"trace_M{M}_rank{rank}.json.gz")
+    else:
+        _profile_steps(cfg, model, sync, device)
+
+
 def _profile_steps(cfg: DecodeConfig, model, sync, device) -> None:
     import torch
 
@@ -223,6 +301,12 @@ def _profile_steps(cfg: DecodeConfig, model, sync, device) -> None:
     if device.type == "cuda":
         torch.cuda.profiler.start()
     with torch.inference_mode():
+        if model.graph is not None:
+            # the same step launched eagerly first: its NVTX phases name the kernels that the
+            # graph replays run without any host range around them
+            for i in range(REFERENCE_STEPS):
+                with model.marker.range(f"{REFERENCE_RANGE}_{i}"):
+                    model.forward_eager()
         for s in range(cfg.profile_steps):
             model.step(s)
     sync()
@@ -270,6 +354,10 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     # so the planted runs share the series of the code they are compared against
     if cfg.deterministic:
         config["deterministic"] = True
+    if cfg.routed_kernel != "bmm":  # the batched-GEMM default keeps the series of earlier runs
+        config["routed_kernel"] = cfg.routed_kernel
+        if r.get("routed_kernel"):
+            rec["routed_kernel"] = r["routed_kernel"]
     if r.get("plant") or cfg.extra_work:
         rec["plant"] = {**(r.get("plant") or {}), "pct": cfg.plant_pct or None,
                         "extra_work": cfg.extra_work or None}
@@ -280,28 +368,21 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
 
 
 def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
-    """Profile pass: one trace per profiled batch size, analyzed, summary into its record."""
+    """Profile passes: one process per profiled batch size, each under a watchdog; its trace
+    set analyzed, the summary into the record. A pass that fails or hangs leaves the timed
+    trials and the record as they are, with `profile_error` saying what happened."""
     from ..traces import Options, analyze_files
 
     profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
-    traces: dict[int, list[Path]] = {}
-    errors: dict[int, str] = {}
-    if cfg.profile == "torch":
-        for M in profiled:
-            traces[M] = sorted(Path(cfg.workdir).glob(f"trace_M{M}_rank*.json.gz"))
-    else:
-        for M in profiled:
-            try:
-                traces[M] = [_nsys_pass(cfg, M)]
-            except RuntimeError as e:  # the timed trials stand; the record says what failed
-                _log(cfg, f"[M={M}] warning: {e}")
-                errors[M] = str(e)
     for rec in records:
         M = rec["config"]["batch_size"]
-        if M in errors:
-            rec["profile_error"] = errors[M]
-        files = traces.get(M)
-        if not files:
+        if M not in profiled:
+            continue
+        try:
+            files = _profile_pass(cfg, M)
+        except RuntimeError as e:  # the timed trials stand; the record says what failed
+            _log(cfg, f"[M={M}] warning: {e}")
+            rec["profile_error"] = str(e)
             continue
         _log(cfg, f"[M={M}] analyzing {', '.join(p.name for p in files)}")
         try:
@@ -319,7 +400,7 @@ def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
 
 
 def config_from_file(path: str | os.PathLike) -> DecodeConfig:
-    """A DecodeConfig written by the parent process (the nsys profile pass)."""
+    """A DecodeConfig written by the parent process (a profile pass or a sweep cell)."""
     data = json.loads(Path(path).read_text())
     return DecodeConfig(**data)
 
@@ -328,35 +409,96 @@ def nsys_binary() -> str | None:
     return os.environ.get("NSYS") or shutil.which("nsys")
 
 
-def _nsys_pass(cfg: DecodeConfig, M: int) -> Path:
+def nsys_command(cfg: DecodeConfig, base: Path) -> list[str]:
+    """nsys flags for the profile pass. The capture is bounded by cudaProfilerStart/Stop; with
+    CUDA graphs every graph node is its own kernel row (`--cuda-graph-trace=node`); spawned TP
+    ranks land in the same report (`--trace-fork-before-exec`)."""
     nsys = nsys_binary()
     if not nsys:
         raise RuntimeError("--profile nsys: nsys not found (put it on PATH or set NSYS)")
-    base = Path(cfg.workdir) / f"nsys_M{M}"
     cmd = [nsys, "profile", "-t", "cuda,nvtx", "--capture-range=cudaProfilerApi",
-           "--capture-range-end=stop",
-           "--trace-fork-before-exec=true", "--force-overwrite", "true", "-o", str(base)]
+           "--capture-range-end=stop", "--trace-fork-before-exec=true", "--force-overwrite",
+           "true", "-o", str(base)]
     if cfg.cuda_graphs:
         cmd.append("--cuda-graph-trace=node")
+    return cmd
+
+
+def _profile_pass(cfg: DecodeConfig, M: int) -> list[Path]:
+    """Run one profile pass (nsys or the PyTorch profiler) in its own process group under a
+    watchdog; returns its trace files."""
+    kind = cfg.profile
+    work = Path(cfg.workdir) / f"{kind}-pass-M{M}"
     # the inner process gets this very config (one batch size, profile-pass mode), so no option
     # is dropped on the way (a deterministic run is profiled with deterministic kernels)
-    inner = dataclasses.replace(cfg, batch_sizes=[M], profile_batch_sizes=[M], nsys_pass=True,
-                                quiet=True,
-                                workdir=str(Path(cfg.workdir) / "nsys-pass"))
-    cfg_file = Path(cfg.workdir) / f"nsys_M{M}.config.json"
+    inner = dataclasses.replace(cfg, batch_sizes=[M], profile_batch_sizes=[M], profile_pass=kind,
+                                quiet=True, workdir=str(work))
+    cfg_file = Path(cfg.workdir) / f"{kind}_M{M}.config.json"
     cfg_file.write_text(json.dumps(dataclasses.asdict(inner)))
-    cmd += [sys.executable, "-m", "collectors", "collect", "decode", "--from-config", str(cfg_file)]
-    _log(cfg, f"[M={M}] nsys profile pass ({cfg.profile_steps} steps)")
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "collectors", "collect", "decode", "--from-config", str(cfg_file)]
+    base = Path(cfg.workdir) / f"nsys_M{M}"
+    if kind == "nsys":
+        cmd = nsys_command(cfg, base) + cmd
+    label = f"{kind} profile pass M={M}"
+    _log(cfg, f"[M={M}] {label} ({cfg.profile_steps} steps, watchdog {cfg.profile_timeout:g} s)")
+    rc, tail = run_watched(cmd, cfg.profile_timeout, label, Path(cfg.workdir) / f"{kind}_M{M}.log")
+    if kind == "torch":
+        files = sorted(work.glob(f"trace_M{M}_rank*.json.gz"))
+        if len(files) < cfg.tp:
+            raise RuntimeError(f"{label} wrote {len(files)} of {cfg.tp} rank traces "
+                               f"(exit {rc}): {tail}")
+        return files
     rep = base.with_suffix(".nsys-rep")
     if not rep.exists():
-        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"nsys profile failed (exit {r.returncode}): {' | '.join(tail)}")
-    if r.returncode != 0:
-        _log(cfg, f"[M={M}] nsys exited {r.returncode} but wrote {rep.name}; using it")
+        raise RuntimeError(f"nsys profile failed (exit {rc}): {tail}")
+    if rc != 0:
+        _log(cfg, f"[M={M}] nsys exited {rc} but wrote {rep.name}; using it")
     out = base.with_suffix(".sqlite")
-    e = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
-                        str(out), str(rep)], capture_output=True, text=True)
-    if e.returncode != 0 or not out.exists():
-        raise RuntimeError(f"nsys export failed: {(e.stderr or e.stdout).strip()[-300:]}")
-    return out
+    nsys = nsys_binary() or "nsys"
+    rc, tail = run_watched([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+                            str(out), str(rep)], cfg.profile_timeout, f"nsys export M={M}",
+                           Path(cfg.workdir) / f"nsys_export_M{M}.log")
+    if rc != 0 or not out.exists():
+        raise RuntimeError(f"nsys export failed: {tail}")
+    return [out]
+
+
+def run_watched(cmd: list[str], timeout: float, label: str, log: Path) -> tuple[int, str]:
+    """Run `cmd` in a new process group with its output in `log`; on timeout stop the whole group
+    (SIGTERM, then SIGKILL) and raise one line naming the pass. Returns (exit code, last lines)."""
+    with open(log, "wb") as fh:
+        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            raise RuntimeError(f"{label} stopped by the watchdog after {timeout:g} s (no exit; its "
+                               f"process group was killed; output in {log})") from None
+        except BaseException:
+            _kill_group(p)
+            raise
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    return rc, " | ".join(lines[-3:]) or "no output"
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGTERM to the whole process group, SIGKILL after 10 s if any member is still there."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if p.poll() is not None and not _group_alive(p.pid):
+                return
+            time.sleep(0.2)
+    p.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False

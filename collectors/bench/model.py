@@ -23,6 +23,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 ORDERS = ("overlap", "late", "serial")
+ROUTED_KERNELS = ("bmm", "resident")
 
 
 @dataclass
@@ -42,8 +43,9 @@ class ModelShape:
 
     @classmethod
     def small(cls) -> ModelShape:
-        """For CPU runs: the same structure at a size a 2-core machine runs in seconds."""
-        return cls(layers=2, hidden=256, heads=4, kv_heads=2, head_dim=64, experts=8, top_k=2,
+        """For CPU runs: the same structure at a size a 2-core machine runs in seconds; the heads
+        split over up to 8 ranks (TP8)."""
+        return cls(layers=2, hidden=256, heads=8, kv_heads=2, head_dim=32, experts=8, top_k=2,
                    expert_inter=256, shared_inter=256, vocab=1024, context=128, dtype="float32")
 
     def as_config(self) -> dict:
@@ -99,9 +101,11 @@ class MoEDecoder:
     """Weights and KV cache of one TP rank; `step(tokens)` runs one decode step."""
 
     def __init__(self, shape: ModelShape, order: str, device: torch.device, tp: int, rank: int,
-                 batch_size: int, seed: int = 1234, extra_work: int = 0):
+                 batch_size: int, seed: int = 1234, extra_work: int = 0, routed_kernel: str = "bmm"):
         if order not in ORDERS:
             raise ValueError(f"shared-expert order must be one of {ORDERS}, not {order!r}")
+        if routed_kernel not in ROUTED_KERNELS:
+            raise ValueError(f"routed kernel must be one of {ROUTED_KERNELS}, not {routed_kernel!r}")
         if shape.heads % tp or shape.experts < shape.top_k or shape.expert_inter % tp \
                 or shape.shared_inter % tp:
             raise ValueError(f"model shape does not split over tp={tp}")
@@ -126,8 +130,8 @@ class MoEDecoder:
         self.lm_head = w(H, shape.vocab)
         g.manual_seed(seed * 1000 + rank + 1)
         self.layers = []
-        for _ in range(L):
-            self.layers.append({
+        for li in range(L):
+            self.layers.append({"index": li,
                 "wq": w(H, self.heads_local * hd), "wk": w(H, self.kv_local * hd),
                 "wv": w(H, self.kv_local * hd), "wo": w(self.heads_local * hd, H),
                 "router": w(H, shape.experts),
@@ -142,9 +146,22 @@ class MoEDecoder:
         self.marker = Marker(device)
         self.tokens = torch.zeros(batch_size, dtype=torch.long, device=device)
         self.graph: torch.cuda.CUDAGraph | None = None
+        self._out: torch.Tensor | None = None
         self.plant_cycles = 0  # planted slowdown: a spin kernel of known length per step
+        self.resident = None
+        if routed_kernel == "resident":
+            from .resident import ResidentMoE
+
+            self.resident = ResidentMoE(shape.experts, H, shape.expert_inter // tp, batch_size, L,
+                                        device, dt)
         # the caches as they start, so every repeat decodes from the same state (determinism)
         self._initial = [(p["k_cache"].clone(), p["v_cache"].clone()) for p in self.layers]
+
+    def release(self) -> None:
+        """Drop the CUDA graph before the process group goes: NCCL's communicator destroy waits
+        for the graphs that captured its collectives, so a live graph there never returns."""
+        self.graph = None
+        self._out = None
 
     # --- one layer -----------------------------------------------------------------------
     def _all_reduce(self, x: torch.Tensor) -> torch.Tensor:
@@ -181,6 +198,8 @@ class MoEDecoder:
 
     def _routed(self, p: dict, x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         with self.marker.range("routed_experts"):
+            if self.resident is not None:
+                return self.resident(p["index"], x, weights, p["e_up"], p["e_down"])
             xe = x.unsqueeze(0).expand(self.shape.experts, -1, -1)
             h = F.silu(torch.bmm(xe, p["e_up"]))
             return (torch.bmm(h, p["e_down"]) * weights).sum(0)
@@ -245,9 +264,13 @@ class MoEDecoder:
             self._out = self._forward()
         self.graph = graph
 
+    def forward_eager(self) -> torch.Tensor:
+        """One step launched kernel by kernel, even when a graph is captured."""
+        return self._forward()
+
     def step(self, index: int) -> torch.Tensor:
         with self.marker.range(f"decode_step_{index}"):
-            if self.graph is not None:
+            if self.graph is not None and self._out is not None:
                 self.graph.replay()
                 out = self._out
             else:

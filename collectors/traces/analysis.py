@@ -33,6 +33,7 @@ class Projection:
     step_proc: np.ndarray
     step_names: list[str]
     op_call_start_ns: np.ndarray  # per op: its launch call's start, -1 when none
+    op_call_thread: np.ndarray  # per op: its launch call's thread key, -1 when none
 
 
 @dataclass
@@ -65,6 +66,7 @@ def project(trace: Trace, regex: str) -> Projection:
     n = len(ops)
     op_step = np.full(n, -1, dtype=np.int64)
     call_start = np.full(n, -1, dtype=np.int64)
+    call_thread = np.full(n, -1, dtype=np.int64)
     steps = step_ranges(trace, regex)
     if n and len(calls):
         # join op -> launch call on (process, correlation id)
@@ -77,6 +79,7 @@ def project(trace: Trace, regex: str) -> Projection:
         hit = (sk[pos] == okey) & (ops.corr >= 0)
         ci = order[pos]
         call_start = np.where(hit, calls.start_ns[ci], -1)
+        call_thread = np.where(hit, calls.thread[ci], -1)
         if steps.size:
             c_thr, c_s, c_e = calls.thread[ci], calls.start_ns[ci], calls.end_ns[ci]
             for t in np.unique(r.thread[steps]):
@@ -97,7 +100,7 @@ def project(trace: Trace, regex: str) -> Projection:
     remap[used] = np.arange(used.size)
     op_step = np.where(op_step >= 0, remap[op_step], -1)
     return Projection(op_step, r.start_ns[used], r.end_ns[used], r.proc[used],
-                      [r.names[i] for i in used], call_start)
+                      [r.names[i] for i in used], call_start, call_thread)
 
 
 def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:

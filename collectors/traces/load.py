@@ -74,9 +74,57 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
         raise TraceError(f"{path}: cannot read trace ({type(e).__name__}: {e})") from None
 
 
+def _load_quiet(path: str, step_regex: str | None) -> Trace:
+    return load_trace(path, step_regex)
+
+
+def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = None,
+                progress: Progress | None = None, jobs: int | None = None) -> list[Trace]:
+    """Load several files (the ranks of one run), in parallel processes across cores: each
+    file's decode is independent, and the loaded columns come back as numpy arrays."""
+    names = [str(p) for p in paths]
+    workers = min(len(names), jobs or os.cpu_count() or 1)
+    if workers <= 1:
+        return [load_trace(p, step_regex, progress) for p in names]
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    prog = progress or Progress(None)
+    prog.note(f"loading {len(names)} trace files in {workers} processes")
+    out: list[Trace | None] = [None] * len(names)
+    # forkserver/spawn would re-import the caller; fork is safe here (no threads hold locks we use)
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        futs = {pool.submit(_load_quiet, p, step_regex): i for i, p in enumerate(names)}
+        for done, fut in enumerate(cf.as_completed(futs), 1):
+            i = futs[fut]
+            out[i] = fut.result()
+            prog.note(f"loaded {Path(names[i]).name} ({done}/{len(names)})")
+    return [t for t in out if t is not None]
+
+
 def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
-                  progress: Progress | None = None) -> TraceSummary:
-    """Analyze one trace, or the ranks of one run given as several files."""
+                  progress: Progress | None = None, jobs: int | None = None) -> TraceSummary:
+    """Analyze one trace, or the ranks of one run given as several files (loaded in parallel);
+    the summary's `ranks` name each rank's figures with its file."""
     opts = opts or Options()
-    traces = [load_trace(p, opts.step_regex, progress) for p in paths]
-    return analyze(concat_traces(traces), opts)
+    traces = load_traces(paths, opts.step_regex, progress, jobs)
+    summary = analyze(concat_traces(traces), opts)
+    if len(traces) > 1:
+        summary["ranks"] = rank_rows(summary, traces)
+    return summary
+
+
+def rank_rows(summary: TraceSummary, traces: list[Trace]) -> list[dict]:
+    """Name each rank row by its file (and the rank number in it, as `rank3` in the name)."""
+    import re
+
+    rows = list(summary["ranks"])
+    if len(rows) != len(traces):
+        return rows
+    for row, t in zip(rows, traces):
+        m = re.search(r"rank[_-]?(\d+)", t.source)
+        row["file"] = t.source
+        if m:
+            row["rank"] = int(m.group(1))
+    return rows

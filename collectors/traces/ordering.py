@@ -4,6 +4,16 @@ The seed's hazard: a resident-grid (persistent) kernel can deadlock when submitt
 auxiliary-stream work holds SMs its grid-wide barrier needs. Observed overlap is one signal; the
 other is whether anything *orders* the kernel after the auxiliary work (a stream-wait edge): a
 kernel that merely happened not to overlap in this trace is still a hazard when nothing orders it.
+
+Which kernels are guarded: by kernel name (`guarded_regex`), or by the NVTX phase they were
+launched in (`guard_range`, e.g. `routed_experts`), or both. CUDA graph replays have no host range
+around their kernels and no stream-wait records of their own, so for them the phase and the
+ordering come from the same step launched eagerly: the benchmark's profile pass launches
+`eager_reference_step_<i>` before the replays (another program can do the same, or pass an eager
+trace of the same step). The graph is a capture of that very code, so its dependency edges are the
+reference step's stream-wait edges; the kernels of the guarded phase are named by what the
+reference step launched inside the range (a name also launched outside it is ambiguous and is
+not used).
 """
 from __future__ import annotations
 
@@ -15,17 +25,110 @@ from . import intervals as iv
 from .analysis import NS_PER_US, Options, Projection, Roles, project, stream_roles
 from .model import Trace
 
+REFERENCE_REGEX = "eager_reference_step"
 
-def check_ordering(trace: Trace, guarded_regex: str, opts: Options | None = None,
+
+def check_ordering(trace: Trace, guarded_regex: str | None = None, opts: Options | None = None,
                    proj: Projection | None = None, roles: Roles | None = None,
-                   limit: int = 100) -> dict:
+                   limit: int = 100, guard_range: str | None = None,
+                   reference: Trace | None = None,
+                   reference_regex: str = REFERENCE_REGEX) -> dict:
+    if not guarded_regex and not guard_range:
+        raise ValueError("ordering check: name the guarded kernels (a kernel-name regex) or the "
+                         "NVTX range they are launched in")
     opts = opts or Options()
     proj = proj or project(trace, opts.step_regex)
     roles = roles or stream_roles(trace, proj, opts)
-    rx = re.compile(guarded_regex)
     ops = trace.ops
-    name_hit = np.array([bool(rx.search(n)) for n in trace.names], dtype=bool)
+    n = len(ops)
     ins = proj.op_step >= 0
+    replay = _graph_replays(trace)
+    name_ok = np.ones(n, dtype=bool)
+    if guarded_regex:
+        rx = re.compile(guarded_regex)
+        name_hit = np.array([bool(rx.search(nm)) for nm in trace.names], dtype=bool)
+        name_ok = name_hit[ops.name_id] if n else name_ok
+    on_main, is_aux = _role_masks(trace, roles)
+    eager_guard = ins & ~replay & on_main & name_ok
+    result: dict = {"guarded_regex": guarded_regex, "guard_range": guard_range}
+    if guard_range:
+        eager_guard &= launched_in(trace, proj, guard_range)
+    # graph replays: the guarded phase's kernels by name, learned from eager launches
+    ref = reference if reference is not None else trace
+    if reference is not None and not any(re.search(reference_regex, nm) for nm in ref.ranges.names):
+        reference_regex = opts.step_regex  # an eager trace of the same program: its own steps
+    ref_proj = project(ref, reference_regex) if replay.any() else None
+    replay_guard = np.zeros(n, dtype=bool)
+    if replay.any():
+        if guard_range:
+            names, ambiguous = _phase_names(ref, ref_proj, guard_range, reference_regex)
+            result["reference"] = {"source": f"eager steps ({reference_regex})" + (
+                f" in {ref.source}" if reference is not None else ""),
+                "steps": len(ref_proj.step_names) if ref_proj is not None else 0,
+                "guarded_names": sorted(names), "ambiguous_names": sorted(ambiguous)}
+            ok = np.array([nm in names for nm in trace.names], dtype=bool)
+            replay_guard = ins & replay & name_ok & (ok[ops.name_id] if n else False)
+        else:
+            replay_guard = ins & replay & name_ok
+    violations = _observed_overlap(trace, proj, eager_guard, replay_guard, is_aux, limit)
+    eager_idx = np.flatnonzero(eager_guard)
+    checked, unordered = _unordered(trace, proj, eager_idx, is_aux)
+    if replay.any() and ref_proj is not None and len(ref_proj.step_names):
+        # the replays' edges: those of the same step launched eagerly
+        ref_roles = stream_roles(ref, ref_proj, opts)
+        r_main, r_aux = _role_masks(ref, ref_roles)
+        r_ins = ref_proj.op_step >= 0
+        r_replay = _graph_replays(ref)
+        r_guard = r_ins & ~r_replay & r_main
+        if guarded_regex:
+            r_hit = np.array([bool(rx.search(nm)) for nm in ref.names], dtype=bool)
+            r_guard &= r_hit[ref.ops.name_id] if len(ref.ops) else r_guard
+        if guard_range:
+            r_guard &= launched_in(ref, ref_proj, guard_range)
+        c2, u2 = _unordered(ref, ref_proj, np.flatnonzero(r_guard), r_aux)
+        checked += c2
+        for u in u2:
+            u["from"] = "eager reference step"
+        unordered += u2
+        result["reference_guarded_kernels"] = int(r_guard.sum())
+        has_sync = trace.has_sync_records or ref.has_sync_records
+    else:
+        has_sync = trace.has_sync_records
+    result.update({
+        "guarded_kernels": int(eager_guard.sum() + replay_guard.sum()),
+        "graph_replay_kernels": int(replay_guard.sum()),
+        "violations": len(violations), "violation_list": violations[:limit],
+        "sync_records": has_sync,
+        "ordered_checked": checked if has_sync else None,
+        "unordered": len(unordered) if has_sync else None,
+        "unordered_list": unordered[:limit]})
+    result["verdict"] = ordering_verdict(result)
+    return result
+
+
+def ordering_verdict(res: dict) -> str:
+    """`hazard` when a guarded kernel ran beside aux work or nothing orders it after aux work;
+    `ok` when guarded kernels were found, their edges checked, and none of either; otherwise
+    `unknown` (nothing guarded, or no stream-wait records to check edges with)."""
+    if res["violations"] or res.get("unordered"):
+        return "hazard"
+    if res["guarded_kernels"] and res.get("ordered_checked"):
+        return "ok"
+    return "unknown"
+
+
+def _graph_replays(trace: Trace) -> np.ndarray:
+    """Ops launched by a graph launch: several ops share the launch's correlation id."""
+    ops = trace.ops
+    if not len(ops):
+        return np.zeros(0, dtype=bool)
+    key = (ops.proc << 40) | (ops.corr & ((1 << 40) - 1))
+    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return (counts[inv.ravel()] > 1) & (ops.corr >= 0)
+
+
+def _role_masks(trace: Trace, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
+    ops = trace.ops
     on_main = np.zeros(len(ops), dtype=bool)
     is_aux = np.zeros(len(ops), dtype=bool)
     for d, s in roles.main.items():
@@ -33,45 +136,112 @@ def check_ordering(trace: Trace, guarded_regex: str, opts: Options | None = None
     for d, ss in roles.aux.items():
         if ss:
             is_aux |= (ops.device == d) & np.isin(ops.stream, list(ss))
-    guarded = np.flatnonzero(ins & on_main & name_hit[ops.name_id] if len(ops) else ins)
-    corr_count: dict[tuple[int, int], int] = {}
-    if guarded.size:
-        keys, counts = np.unique(np.stack([ops.proc, ops.corr], axis=1), axis=0, return_counts=True)
-        corr_count = {(int(a), int(b)): int(c) for (a, b), c in zip(keys.tolist(), counts.tolist())}
-    violations, unordered = [], []
-    checked_edges = 0
-    for d in sorted(roles.main):
-        gsel = guarded[ops.device[guarded] == d]
-        if gsel.size == 0:
+    return on_main, is_aux
+
+
+def launched_in(trace: Trace, proj: Projection, range_regex: str) -> np.ndarray:
+    """Per op: its launch call lies inside a host range whose name matches, on the call's thread."""
+    ops, r = trace.ops, trace.ranges
+    out = np.zeros(len(ops), dtype=bool)
+    rx = re.compile(range_regex)
+    sel = np.array([i for i, nm in enumerate(r.names) if rx.search(nm)], dtype=np.int64)
+    if sel.size == 0 or not len(ops):
+        return out
+    has = proj.op_call_start_ns >= 0
+    for t in np.unique(r.thread[sel]):
+        rs = sel[r.thread[sel] == t]
+        rs = rs[np.argsort(r.start_ns[rs], kind="stable")]
+        starts, ends = r.start_ns[rs], np.maximum.accumulate(r.end_ns[rs])
+        k = np.flatnonzero(has & (proj.op_call_thread == t))
+        if k.size == 0:
             continue
-        asel = np.flatnonzero(is_aux & (ops.device == d))
-        order = asel[np.argsort(ops.start_ns[asel], kind="stable")]
-        _, ms, me = iv.merge(np.zeros(order.size, np.int64), ops.start_ns[order], ops.end_ns[order])
-        ks, ke = ops.start_ns[gsel], ops.end_ns[gsel]
-        overlap = iv.covered_before(ms, me, ke) - iv.covered_before(ms, me, ks)
-        waits = [w for w in trace.waits if w.device == d or len(roles.main) == 1]
-        for j, k in enumerate(gsel.tolist()):
-            step = int(proj.op_step[k])
-            name = trace.names[int(ops.name_id[k])]
-            if overlap[j] > 0:
-                lo = np.searchsorted(ops.start_ns[order], ops.end_ns[k], side="left")
-                cands = order[:lo]
-                cands = cands[ops.end_ns[cands] > ops.start_ns[k]][:3]
-                violations.append({"step": step, "kernel": name, "device": d,
-                                   "stream": int(ops.stream[k]),
-                                   "overlap_us": float(overlap[j]) / NS_PER_US,
-                                   "aux_kernels": [trace.names[int(ops.name_id[c])] for c in cands]})
-            if not trace.has_sync_records:
+        c = proj.op_call_start_ns[k]
+        j = np.searchsorted(starts, c, side="right") - 1
+        ok = j >= 0
+        out[k[ok]] = c[ok] <= ends[j[ok]]
+    return out
+
+
+def _phase_names(ref: Trace, ref_proj: Projection | None, guard_range: str,
+                 reference_regex: str) -> tuple[set[str], set[str]]:
+    """Kernel names launched inside the guarded range in eager reference steps, and those also
+    launched outside it there (ambiguous: they cannot say which phase a replayed kernel is in)."""
+    if ref_proj is None or not len(ref.ops):
+        return set(), set()
+    inside = launched_in(ref, ref_proj, guard_range)
+    in_ref = (ref_proj.op_step >= 0) & ~_graph_replays(ref)
+    ids_in = set(np.unique(ref.ops.name_id[in_ref & inside]).tolist())
+    ids_out = set(np.unique(ref.ops.name_id[in_ref & ~inside]).tolist())
+    return ({ref.names[i] for i in ids_in - ids_out}, {ref.names[i] for i in ids_in & ids_out})
+
+
+def _observed_overlap(trace: Trace, proj: Projection, eager_guard: np.ndarray,
+                      replay_guard: np.ndarray, is_aux: np.ndarray, limit: int) -> list[dict]:
+    """Guarded kernels that ran while other work ran: eager ones against the aux streams, graph
+    replays (whose branches run on internal streams) against any other stream of the device."""
+    ops = trace.ops
+    ins = proj.op_step >= 0
+    out: list[dict] = []
+    for d in np.unique(ops.device[eager_guard | replay_guard]).tolist():
+        dev = ops.device == d
+        checks = [(np.flatnonzero(eager_guard & dev), None)]
+        for s in np.unique(ops.stream[replay_guard & dev]).tolist():
+            checks.append((np.flatnonzero(replay_guard & dev & (ops.stream == s)), s))
+        for gsel, stream in checks:
+            if gsel.size == 0:
                 continue
+            other = (is_aux & dev) if stream is None else (ins & dev & (ops.stream != stream))
+            asel = np.flatnonzero(other)
+            order = asel[np.argsort(ops.start_ns[asel], kind="stable")]
+            _, ms, me = iv.merge(np.zeros(order.size, np.int64), ops.start_ns[order],
+                                 ops.end_ns[order])
+            ks, ke = ops.start_ns[gsel], ops.end_ns[gsel]
+            overlap = iv.covered_before(ms, me, ke) - iv.covered_before(ms, me, ks)
+            for j in np.flatnonzero(overlap > 0).tolist():
+                k = int(gsel[j])
+                if len(out) < limit:
+                    lo = np.searchsorted(ops.start_ns[order], ops.end_ns[k], side="left")
+                    cands = order[:lo]
+                    cands = cands[ops.end_ns[cands] > ops.start_ns[k]][:3]
+                    out.append({"step": int(proj.op_step[k]), "kernel": trace.names[int(ops.name_id[k])],
+                                "device": d, "stream": int(ops.stream[k]),
+                                "graph_replay": stream is not None,
+                                "overlap_us": float(overlap[j]) / NS_PER_US,
+                                "aux_kernels": [trace.names[int(ops.name_id[c])] for c in cands]})
+                else:
+                    out.append({})
+    return out
+
+
+def _unordered(trace: Trace, proj: Projection, guarded: np.ndarray,
+               is_aux: np.ndarray) -> tuple[int, list[dict]]:
+    """Guarded eager launches with aux work launched before them in their step and no
+    stream-wait edge from each such aux stream after its last launch (spec: the ordering check)."""
+    if not trace.has_sync_records or guarded.size == 0:
+        return 0, []
+    ops = trace.ops
+    checked = 0
+    unordered: list[dict] = []
+    devices = np.unique(ops.device[guarded]).tolist()
+    for d in devices:
+        gsel = guarded[ops.device[guarded] == d]
+        asel = np.flatnonzero(is_aux & (ops.device == d))
+        # a wait belongs to the process that enqueued it (nsys leaves deviceId 0 on every
+        # process's SYNCHRONIZATION rows); by device only when the process is unknown
+        procs = set(ops.proc[gsel].tolist())
+        waits = [w for w in trace.waits if w.proc in procs]
+        if not waits:
+            waits = [w for w in trace.waits if w.device == d or len(devices) == 1]
+        for k in gsel.tolist():
+            step = int(proj.op_step[k])
             launch = int(proj.op_call_start_ns[k])
-            graph = corr_count.get((int(ops.proc[k]), int(ops.corr[k])), 1) > 1
-            if launch < 0 or graph:
+            if launch < 0:
                 continue
             prior = asel[(proj.op_step[asel] == step) & (proj.op_call_start_ns[asel] >= 0)
                          & (proj.op_call_start_ns[asel] < launch)]
             if prior.size == 0:
                 continue
-            checked_edges += 1
+            checked += 1
             missing = []
             for s in np.unique(ops.stream[prior]).tolist():
                 last = int(proj.op_call_start_ns[prior][ops.stream[prior] == s].max())
@@ -81,11 +251,7 @@ def check_ordering(trace: Trace, guarded_regex: str, opts: Options | None = None
                 if not ok:
                     missing.append(s)
             if missing:
-                unordered.append({"step": step, "kernel": name, "device": d,
-                                  "stream": int(ops.stream[k]), "unjoined_aux_streams": missing})
-    return {"guarded_regex": guarded_regex, "guarded_kernels": int(guarded.size),
-            "violations": len(violations), "violation_list": violations[:limit],
-            "sync_records": trace.has_sync_records,
-            "ordered_checked": checked_edges if trace.has_sync_records else None,
-            "unordered": len(unordered) if trace.has_sync_records else None,
-            "unordered_list": unordered[:limit]}
+                unordered.append({"step": step, "kernel": trace.names[int(ops.name_id[k])],
+                                  "device": d, "stream": int(ops.stream[k]),
+                                  "unjoined_aux_streams": missing})
+    return checked, unordered

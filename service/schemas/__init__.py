@@ -57,7 +57,7 @@ class ExperimentTag(BaseModel):
 
 
 # fields kept with the run as written (run.extra), beside the columns
-RUN_EXTRAS = ("trials", "kv_cache", "plant", "source", "profile_error", "experiment")
+RUN_EXTRAS = ("trials", "kv_cache", "plant", "source", "profile_error", "experiment", "routed_kernel")
 
 
 class RunIn(BaseModel):
@@ -84,6 +84,7 @@ class RunIn(BaseModel):
     plant: dict[str, Any] | None = None
     source: dict[str, Any] | None = None  # which engine output a record was read from
     profile_error: Annotated[str, Field(max_length=4096)] | None = None
+    routed_kernel: dict[str, Any] | None = None  # the resident-grid kernel's launch: grid, warps, shared memory
     # on disk only: paths of the run's trace set relative to the record file; never stored
     trace_files: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1024)] | None = None
 

