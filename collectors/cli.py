@@ -261,7 +261,7 @@ def cmd_collect_decode(args) -> int:
     if args.layers:
         from .bench.model import ModelShape
 
-        base = ModelShape() if args.device == "cuda" else ModelShape.small()
+        base = ModelShape() if args.device == "cuda" else ModelShape.small(args.tp)
         shape = {**base.as_config(), **shape, "layers": args.layers}
     graphs = {"on": [True], "off": [False], "both": [False, True]}[args.graphs] if args.graphs \
         else [args.cuda_graphs]

@@ -128,23 +128,36 @@ def timeline(data: dict, min_gap_us: float = 10.0) -> go.Figure:
 
 
 def matrix(cells: list[dict], title: str = "tok/s by batch size") -> go.Figure:
-    """Heatmap: rows are variants, columns batch sizes; the text shows mean, CV and determinism."""
+    """Heatmap: rows are variants, columns batch sizes; the text shows mean, CV and determinism.
+    Colored by the change against the baseline where cells have one, else by tok/s."""
     variants = sorted({c["variant"] for c in cells})
     sizes = sorted({c["batch_size"] for c in cells})
+    relative = any(c.get("change_pct") is not None for c in cells)
     z, text = [], []
     for v in variants:
         zr, tr = [], []
         for m in sizes:
             c = next((c for c in cells if c["variant"] == v and c["batch_size"] == m), None)
-            zr.append(c["mean"] if c else None)
-            tr.append("" if not c else f"{c['mean']:,.0f}<br>±{c['cv_pct']:.1f}%<br>{c['det']}")
+            zr.append((c.get("change_pct") if relative else c["mean"]) if c else None)
+            change = f"<br>{c['change_pct']:+.2f}% vs baseline" if c and c.get("change_pct") \
+                is not None else ""
+            tr.append("" if not c else f"{c['mean']:,.0f}<br>±{c['cv_pct']:.1f}%<br>{c['det']}"
+                      + change)
         z.append(zr)
         text.append(tr)
-    fig = go.Figure(go.Heatmap(z=z, x=[f"M={m}" for m in sizes], y=variants, text=text,
-                               texttemplate="%{text}", colorscale="Blues",
-                               colorbar=dict(title="tok/s"),
-                               hovertemplate="%{y} %{x}<br>%{z:.1f} tok/s<extra></extra>"))
-    fig.update_layout(**{**LAYOUT, "height": 120 + 60 * max(1, len(variants))}, title=title)
+    if relative:
+        lim = max([abs(x) for row in z for x in row if x is not None] + [1.0])
+        heat = go.Heatmap(z=z, x=[f"M={m}" for m in sizes], y=variants, text=text,
+                          texttemplate="%{text}", colorscale="RdBu", zmid=0, zmin=-lim, zmax=lim,
+                          colorbar=dict(title="% vs baseline"),
+                          hovertemplate="%{y} %{x}<br>%{z:+.2f}% vs baseline<extra></extra>")
+    else:
+        heat = go.Heatmap(z=z, x=[f"M={m}" for m in sizes], y=variants, text=text,
+                          texttemplate="%{text}", colorscale="Blues", colorbar=dict(title="tok/s"),
+                          hovertemplate="%{y} %{x}<br>%{z:.1f} tok/s<extra></extra>")
+    fig = go.Figure(heat)
+    fig.update_layout(**{**LAYOUT, "height": 120 + 60 * max(1, len(variants))},
+                      title=dict(text=title, x=0, xanchor="left"))
     return fig
 
 
@@ -182,3 +195,51 @@ def experiment(blocks: list[dict], title: str) -> go.Figure:
                              dtick=1),
                   yaxis=dict(title=dict(text="tok/s (run mean)")))
     return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def series_panel(s: dict, unit: str, band: tuple[float, float, float] | None,
+                 changes: list[dict], alert_runs: set[int], by: str = "time") -> dict[str, Any]:
+    """One series' run means in a small chart of its own y-scale: change points as dashed
+    vertical lines, runs that opened an alert as red triangles, the baseline band shaded. The
+    title is the page's (HTML above the chart), so nothing draws over it. `by`: x is the run's
+    start time, or its commit (in run order)."""
+    runs = s["runs"]
+    if by == "commit":
+        x = [f"{(r.get('commit') or '?')[:8]}·{r['id']}" for r in runs]
+    else:
+        x = [r["started_at"] for r in runs]
+    xi = {r["id"]: x[i] for i, r in enumerate(runs)}
+    y = [r["mean"] for r in runs]
+    data: list[dict[str, Any]] = [dict(
+        type="scatter", x=x, y=y, mode="lines+markers", line=dict(color=COLORS[0], width=1.5),
+        marker=dict(size=3), name="run mean", showlegend=False,
+        customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""] for r in runs],
+        hovertemplate="run %{customdata[0]} %{customdata[2]}<br>%{customdata[1]}<br>"
+                      "%{y:.4g}<extra></extra>")]
+    if band and x:
+        lo, _, hi = band
+        data.append(dict(type="scatter", x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
+                         fill="toself", mode="none", fillcolor=COLORS[0], opacity=0.12,
+                         hoverinfo="skip", showlegend=False, name="baseline band"))
+    shapes = []
+    for c in changes:
+        cx = xi.get(c.get("run_id"), c["started_at"])
+        shapes.append(dict(type="line", xref="x", yref="paper", x0=cx, x1=cx, y0=0, y1=1,
+                           line=dict(color="#111", dash="dash", width=1.5)))
+        data.append(dict(type="scatter", x=[cx], y=[c["after_mean"]], mode="markers",
+                         marker=dict(symbol="x", size=9, color="#111"), showlegend=False,
+                         name="change point",
+                         hovertemplate=f"change point {c['delta_pct']:+.2f}%<extra></extra>"))
+    alerted = [r for r in runs if r["id"] in alert_runs]
+    if alerted:
+        data.append(dict(type="scatter", x=[xi[r["id"]] for r in alerted],
+                         y=[r["mean"] for r in alerted], mode="markers", name="open alert",
+                         marker=dict(symbol="triangle-down", size=13, color="#b91c1c"),
+                         showlegend=False, hovertemplate="open alert at run %{customdata}"
+                         "<extra></extra>", customdata=[r["id"] for r in alerted]))
+    layout = dict(template="plotly_white", height=150, margin=dict(l=48, r=6, t=4, b=22),
+                  showlegend=False, hovermode="closest", shapes=shapes,
+                  xaxis=dict(showticklabels=by == "time", tickfont=dict(size=9),
+                             type="category" if by == "commit" else "date"),
+                  yaxis=dict(tickfont=dict(size=9), title=dict(text=unit, font=dict(size=9))))
+    return dict(data=data, layout=layout)

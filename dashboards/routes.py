@@ -1,6 +1,8 @@
 """Dashboard pages. Data comes from service functions (never HTTP to itself); figures.py draws."""
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
@@ -16,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
 from service.errors import DomainError, Invalid
-from service.format import interval, num, pct, series_label, series_short
+from service.format import interval, num, pct, series_label, series_short, trace_rank
 from service.schemas import GateIn, parse_run_ids, parse_vary
-from service.usecases import attribution, experiments, history, overview, runs, verdicts
+from service.usecases import alerts, attribution, experiments, history, overview, runs, verdicts
 
 from . import figures
 
@@ -56,27 +58,62 @@ PANELS = (("kv_capacity_tokens", "KV-cache capacity", "tokens"),
 def benchmark_page(request: Request, name: str, session: Session = Depends(db),
                    series: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None, branch: Opt = None,
                    label: Opt = None, gpu: Opt = None, metric: Opt = "tok_s",
-                   since: Opt = None, until: Opt = None, baseline: Opt = None):
+                   since: Opt = None, until: Opt = None, baseline: Opt = None, x: Opt = "time"):
+    """One small panel per series (own y-scale, change points and open alerts marked), or with
+    `series` one series in detail (trials, baseline band, other metrics)."""
     metric = metric or "tok_s"
+    by = "commit" if x == "commit" else "time"
     t0, t1 = _parse_time(since, "since"), _parse_time(until, "until")
     v = history.benchmark_view(session, name, metric, series, branch, label, gpu, t0, t1, baseline,
-                               tuple(m for m, _, _ in PANELS))
+                               tuple(m for m, _, _ in PANELS), detail=series is not None)
     hist, all_series, base = v["history"], v["all_series"], v["baseline"]
     for h in hist + all_series + [x for p in v["panels"].values() for x in p]:
         h["name"] = _series_name(h)
+        h["label"] = series_label({**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]})
+    open_alerts = alerts.list_alerts(session, name, "open")["alerts"]
+    alert_runs: dict[int, set[int]] = {}
+    for a in open_alerts:
+        if a["metric"] == metric:
+            alert_runs.setdefault(a["series_id"], set()).add(a["run_id"])
+    ctx = dict(title=f"{name} · perfwarden", name=name, series=all_series, selected=series,
+               metric=metric, branch=branch or "", label=label or "", gpu=gpu or "",
+               since=since or "", until=until or "", baselines=v["baselines"], baseline=base,
+               recent=v["recent"], changes=v["changes"], x=by, open_alerts=open_alerts,
+               has_matrix=len({h["config"].get("batch_size") for h in all_series}) > 1,
+               default_branch=v["default_branch"], gpus=sorted({h["gpu"] for h in all_series}))
+    if series is None:
+        order = sorted(hist, key=lambda h: (not alert_runs.get(h["series_id"]),
+                                            not v["changes"].get(h["series_id"]),
+                                            _natural(h["label"])))
+        grid = [{"series_id": h["series_id"], "label": h["label"], "runs": len(h["runs"]),
+                 "changes": v["changes"].get(h["series_id"], []),
+                 "alerted": bool(alert_runs.get(h["series_id"])),
+                 "figure": json.dumps(figures.series_panel(
+                     h, v["unit"], v["bands"].get(h["series_id"]),
+                     v["changes"].get(h["series_id"], []), alert_runs.get(h["series_id"], set()),
+                     by))} for h in order]
+        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid, **ctx)
     main = figures.history(hist, metric, v["unit"], v["samples"], v["bands"], v["changes"],
-                           f"{name}: {metric} per run" + (f" (baseline {base.name} band: mean ± 2 sd "
-                                                          "of its runs)" if base else ""))
+                           f"{metric} per run" + (f" (baseline {base.name} band: mean ± 2 sd "
+                                                  "of its runs)" if base else ""))
     panels = [_fig(figures.small_panel(v["panels"][m], title, u)) for m, title, u in PANELS
               if v["panels"].get(m)]
-    has_matrix = len({h["config"].get("batch_size") for h in all_series}) > 1
-    return _page(request, "benchmark.html", title=f"{name} · perfwarden", name=name,
-                 figure=_fig(main), panels=panels, series=all_series, selected=series,
-                 metric=metric, branch=branch or "", label=label or "", gpu=gpu or "",
-                 since=since or "", until=until or "", baselines=v["baselines"], baseline=base,
-                 recent=v["recent"], changes=v["changes"], has_matrix=has_matrix,
-                 default_branch=v["default_branch"],
-                 gpus=sorted({h["gpu"] for h in all_series}))
+    return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None, **ctx)
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(request: Request, session: Session = Depends(db), benchmark: Opt = None,
+                state: Opt = None):
+    res = alerts.list_alerts(session, benchmark or None, state or None, request.app.state.settings)
+    names = [b.name for b in overview.benchmarks(session)]
+    return _page(request, "alerts.html", title="alerts · perfwarden", alerts=res["alerts"],
+                 benchmarks=names, benchmark=benchmark or "", state=state or "",
+                 states=alerts.STATES)
+
+
+def _natural(text: str) -> list:
+    """Sort key reading digit runs as numbers (M=2 before M=10)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def _parse_time(v: str | None, field: str) -> datetime | None:
@@ -90,10 +127,14 @@ def _parse_time(v: str | None, field: str) -> datetime | None:
 
 
 @router.get("/benchmarks/{name}/matrix", response_class=HTMLResponse)
-def matrix_page(request: Request, name: str, session: Session = Depends(db), label: Opt = None):
-    cells = history.matrix_cells(session, name, label)
-    fig = figures.matrix(cells, f"{name}: tok/s of the latest run per cell (± trial CV; "
-                                "bitwise-identical repeats)") if cells else None
+def matrix_page(request: Request, name: str, session: Session = Depends(db), label: Opt = None,
+                baseline: Opt = None):
+    cells, base = history.matrix_cells(session, name, label, baseline)
+    what = (f"label {label}: newest run per cell" + (f", colored by change vs baseline {base}"
+                                                      if base else "")) if label else \
+        (f"baseline {base}: mean of its runs per cell" if base else "newest default-branch run")
+    fig = figures.matrix(cells, f"tok/s per cell ({what}; ± trial CV; bitwise-identical "
+                                "repeats)") if cells else None
     findings = []
     for metric in ("determinism", "tok_s"):
         try:
@@ -104,7 +145,8 @@ def matrix_page(request: Request, name: str, session: Session = Depends(db), lab
         if a.spread_finding:
             findings.append(a.spread_finding)
     return _page(request, "matrix.html", title=f"{name} matrix · perfwarden", name=name,
-                 figure=_fig(fig) if fig else None, findings=findings,
+                 figure=_fig(fig) if fig else None, findings=findings, label=label or "",
+                 baseline=base,
                  cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])))
 
 
@@ -165,6 +207,7 @@ def mount(app: FastAPI) -> None:
 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     templates.env.globals["urlencode"] = urlencode
+    templates.env.globals["trace_rank"] = trace_rank
     templates.env.globals["interval"] = interval
     templates.env.filters["num"] = lambda v, digits=2: num(v, digits, "—")
     templates.env.filters["pct"] = lambda v: pct(v, "—")

@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     bot_baseline: str | None = None  # post PR comments by itself against this baseline
     dashboard_url: str | None = None
     gate_alpha: float = Field(0.05, gt=0, lt=1)
+    alert_webhook: SecretStr | None = None  # POST each new alert here as JSON (spec: Alerts)
+    alert_github_repo: str | None = None  # OWNER/NAME: one GitHub issue per alert
+    alert_retries: int = Field(3, ge=1, le=10)
+    alert_backoff_s: float = Field(0.5, ge=0)
 
     @property
     def is_sqlite(self) -> bool:

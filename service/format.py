@@ -2,6 +2,7 @@
 dashboard)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,3 +63,9 @@ def series_short(config: Mapping[str, Any], gpu: str | None = None,
             parts.append(f"{k}={config[k]}")
     parts.append(f"{gpu_count or ''}x{gpu or '?'}")
     return " ".join(parts)
+
+
+def trace_rank(filename: str) -> str:
+    """`, rank 3` for a rank file of a trace set (`trace_M1_rank3.json.gz`), else empty."""
+    m = re.search(r"rank[_-]?(\d+)", filename)
+    return f", rank {m.group(1)}" if m else ""

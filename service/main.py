@@ -93,12 +93,13 @@ def create_app(settings: Settings | None = None,
         log.exception("unexpected error")
         return error_response(500, "internal_error", "internal error; see the server log")
 
-    from .api.routes import baselines, benchmarks, gate, runs
+    from .api.routes import alerts, baselines, benchmarks, gate, runs
 
     app.include_router(runs.router)
     app.include_router(baselines.router)
     app.include_router(gate.router)
     app.include_router(benchmarks.router)
+    app.include_router(alerts.router)
 
     @app.get("/api/v1/health", tags=["meta"])
     def health():

@@ -14,7 +14,7 @@ from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .models import Run
 from .schemas import RunIn
-from .usecases import baselines, ingest, traces
+from .usecases import alerts, baselines, ingest, traces
 
 BASELINES_FILE = "baselines.json"
 
@@ -52,7 +52,9 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
         run_id, created = ingest.store_run(sessions, run)
         stored += created
         for tf in files if created else []:
-            path = (repo_root / tf) if not Path(tf).is_absolute() else Path(tf)
+            # relative to the record file (as collectors write them), else to the repository
+            path = Path(tf) if Path(tf).is_absolute() else (
+                f.parent / tf if (f.parent / tf).exists() else repo_root / tf)
             if path.exists():
                 traces.attach_file(sessions, settings.data_dir, run_id, path)
         if progress and (i % 10 == 0 or i == len(items)):
@@ -62,6 +64,12 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
         for b in json.loads(bfile.read_text()):
             with transaction(sessions) as session:
                 baselines.set_from_labels(session, b["benchmark"], b["name"], b["labels"])
+    with transaction(sessions) as session:  # the seeded histories' change points
+        new = alerts.evaluate(session)
+    if progress and new:
+        print(f"seed: {len(new)} alert(s) from change points of the default-branch histories",
+              file=sys.stderr, flush=True)
+    alerts.notify(sessions, settings)
     return stored
 
 

@@ -52,10 +52,10 @@ def test_collect_decode_cpu_tp2(tmp_path):
         assert rec["config"]["tp"] == 2 and rec["config"]["shared_experts"] == "overlap"
         assert len(rec["metrics"]["tok_s"]["samples"]) == 3
         assert all(s > 0 for s in rec["metrics"]["tok_s"]["samples"])
-        # 4 GiB over 2 layers x 1 kv head per rank x 32 dims x 4 bytes x 2 (K and V)
-        assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [(4 << 30) // 512]
+        # 4 GiB over 2 layers x 1 kv head per rank x 64 dims x 4 bytes x 2 (K and V)
+        assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [(4 << 30) // 1024]
         assert rec["determinism"] == {**rec["determinism"], "repeats": 3, "identical": 3}
-    assert "GPU KV cache size: 8,388,608 tokens" in r.stderr
+    assert "GPU KV cache size: 4,194,304 tokens" in r.stderr
     assert "trial 3/3" in r.stderr  # progress
 
 
@@ -73,8 +73,8 @@ def test_collect_decode_cpu_tp8(tmp_path):
         assert rec["config"]["tp"] == 8 and rec["hardware"]["gpu_count"] == 8
         assert len(rec["metrics"]["tok_s"]["samples"]) == 2
         assert all(s > 0 for s in rec["metrics"]["tok_s"]["samples"])
-        # 2 kv heads over 8 ranks: each rank keeps one (replicated), 2 layers x 32 dims x 4 B x 2
-        assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [(4 << 30) // 512]
+        # 2 kv heads over 8 ranks: each rank keeps one (replicated), 2 layers x 64 dims x 4 B x 2
+        assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [(4 << 30) // 1024]
         assert rec["determinism"]["identical"] == 2
 
 

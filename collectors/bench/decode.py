@@ -143,7 +143,7 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
         device = torch.device("cpu")
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // tp))
     shape = ModelShape(**cfg.shape) if cfg.shape else (
-        ModelShape() if cfg.device == "cuda" else ModelShape.small())
+        ModelShape() if cfg.device == "cuda" else ModelShape.small(cfg.tp))
 
     def sync():
         if device.type == "cuda":

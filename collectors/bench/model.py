@@ -42,10 +42,10 @@ class ModelShape:
     dtype: str = "bfloat16"
 
     @classmethod
-    def small(cls) -> ModelShape:
-        """For CPU runs: the same structure at a size a 2-core machine runs in seconds; the heads
-        split over up to 8 ranks (TP8)."""
-        return cls(layers=2, hidden=256, heads=8, kv_heads=2, head_dim=32, experts=8, top_k=2,
+    def small(cls, tp: int = 1) -> ModelShape:
+        """For CPU runs: the same structure at a size a 2-core machine runs in seconds; at TP8
+        eight heads, so they split over the ranks."""
+        return cls(layers=2, hidden=256, heads=max(4, tp), kv_heads=2, head_dim=64, experts=8, top_k=2,
                    expert_inter=256, shared_inter=256, vocab=1024, context=128, dtype="float32")
 
     def as_config(self) -> dict:

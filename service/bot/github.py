@@ -65,8 +65,9 @@ class GitHub:
             return r
         raise GitHubError("GitHub API kept failing")  # pragma: no cover
 
-    def comments(self, repo: str, number: int) -> list[dict]:
-        url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page=100"
+    def _pages(self, first: str) -> list[dict]:
+        """Every item of a paginated list (following the Link header's rel="next")."""
+        url: str | None = first
         out: list[dict] = []
         while url:
             r = self._request("GET", url)
@@ -74,6 +75,9 @@ class GitHub:
             m = LINK_NEXT.search(r.headers.get("link", ""))
             url = m.group(1) if m else None
         return out
+
+    def comments(self, repo: str, number: int) -> list[dict]:
+        return self._pages(f"/repos/{repo}/issues/{number}/comments?per_page=100")
 
     def create(self, repo: str, number: int, body: str) -> dict:
         return self._request("POST", f"/repos/{repo}/issues/{number}/comments",
@@ -89,3 +93,15 @@ class GitHub:
             if marker in (c.get("body") or ""):
                 return self.edit(repo, c["id"], body), False
         return self.create(repo, number, body), True
+
+    def issues(self, repo: str) -> list[dict]:
+        """Every issue of the repository, open and closed (all pages)."""
+        return self._pages(f"/repos/{repo}/issues?state=all&per_page=100")
+
+    def ensure_issue(self, repo: str, marker: str, title: str, body: str) -> tuple[dict, bool]:
+        """The issue holding `marker` in its body, or a new one. Returns (issue, created)."""
+        for i in self.issues(repo):
+            if marker in (i.get("body") or ""):
+                return i, False
+        return self._request("POST", f"/repos/{repo}/issues",
+                             json={"title": title, "body": body}).json(), True

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..format import interval, num, pct, series_label
+from ..format import interval, num, pct, series_label, trace_rank
 from ..schemas import CompareOut
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
@@ -84,10 +84,14 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
             lines.append(f"| `{name}` | {k['base_per_step_us']:.1f} | "
                          f"{k['candidate_per_step_us']:.1f} | {k['delta_per_step_us']:+.1f} |")
         lines += ["", "</details>"]
-    if server_url and cmp.traces:
-        links = [f"[{t.filename}]({server_url.rstrip('/')}/api/v1/traces/{t.id})"
-                 for ts in cmp.traces.values() for t in ts]
-        lines += ["", "**Traces:** " + ", ".join(links[:10])]
+    base_url = dashboard_url or server_url  # the dashboard serves the trace files too
+    if base_url and cmp.traces:
+        sides = [("baseline", r) for r in cmp.baseline_runs] + \
+                [("candidate", r) for r in cmp.candidate_runs]
+        links = [f"[{side} run {r.id}{trace_rank(t.filename)}]({base_url.rstrip('/')}"
+                 f"/api/v1/traces/{t.id})" for side, r in sides for t in cmp.traces.get(r.id, [])]
+        if links:
+            lines += ["", "**Traces:** " + ", ".join(links[:12])]
     lines.append("")
     for m in cmp.metrics:
         if m.verdict != "pass":

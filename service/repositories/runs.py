@@ -437,7 +437,8 @@ def history_rows(session: Session, bench_id: int, metric: str, limit: int, **fil
     """Per run (newest first): id, series, time, commit, label, branch, body hash and the
     metric's n/mean/median/stdev (indexed query on run_metrics; samples are not read)."""
     q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
-                Run.body_sha256, RunMetric.n, RunMetric.mean, RunMetric.median, RunMetric.stdev)
+                Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean, RunMetric.median,
+                RunMetric.stdev)
          .join(RunMetric, RunMetric.run_id == Run.id)
          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
     q = filter_runs(q, **filters)
@@ -471,6 +472,22 @@ def latest_run_in_series(session: Session, bench_id: int, series_ids: set[int],
     q = select(Run).where(Run.benchmark_id == bench_id, Run.series_id.in_(series_ids))
     q = filter_runs(q, history_branch=history_branch)
     return session.scalars(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(1)).first()
+
+
+def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int],
+                           history_branch: str | None = None) -> list[Run]:
+    """The newest run of each series (of one branch's history), one query."""
+    if not series_ids:
+        return []
+    sub = filter_runs(select(Run.series_id, func.max(Run.started_at).label("t"))
+                      .where(Run.benchmark_id == bench_id, Run.series_id.in_(series_ids)),
+                      history_branch=history_branch).group_by(Run.series_id).subquery()
+    q = select(Run).join(sub, (Run.series_id == sub.c.series_id) & (Run.started_at == sub.c.t))
+    q = filter_runs(q.where(Run.benchmark_id == bench_id), history_branch=history_branch)
+    out: dict[int, Run] = {}
+    for r in session.scalars(q.order_by(Run.id.desc())):
+        out.setdefault(r.series_id, r)
+    return list(out.values())
 
 
 def delete_run(session: Session, run_id: int) -> None:

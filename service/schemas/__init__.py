@@ -84,7 +84,7 @@ class RunIn(BaseModel):
     plant: dict[str, Any] | None = None
     source: dict[str, Any] | None = None  # which engine output a record was read from
     profile_error: Annotated[str, Field(max_length=4096)] | None = None
-    routed_kernel: dict[str, Any] | None = None  # the resident-grid kernel's launch: grid, warps, shared memory
+    routed_kernel: dict[str, Any] | None = None  # the resident kernel: grid, warps, shared memory
     # on disk only: paths of the run's trace set relative to the record file; never stored
     trace_files: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1024)] | None = None
 
@@ -491,3 +491,46 @@ def parse_run_ids(text: str) -> list[int]:
 def parse_vary(text: str | None) -> list[str] | None:
     """`vary=a,b` of the compare view."""
     return [k.strip() for k in text.split(",") if k.strip()] if text else None
+
+
+class AlertOut(BaseModel):
+    """An alert (spec/api.md v1.1, "Alerts"): a change point of a default-branch series in the
+    metric's worse direction, between the last good run (`good_run_id`, `good_commit`) and the
+    first bad run (`run_id`, `commit`)."""
+
+    id: int
+    benchmark: str
+    series_id: int
+    series: str
+    config: dict[str, Any]
+    metric: str
+    branch: str
+    state: Literal["open", "acknowledged", "closed"]
+    run_id: int
+    good_run_id: int | None
+    commit: str | None
+    good_commit: str | None
+    before: float
+    after: float
+    delta_pct: float
+    created_at: str | None
+    updated_at: str | None
+    url: str
+    bisect: str | None
+    webhook_delivered_at: str | None
+    github_issue: int | None
+    notify_error: str | None
+
+
+class AlertList(BaseModel):
+    alerts: list[AlertOut]
+    count: int
+
+
+class AlertPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    state: Literal["open", "acknowledged", "closed"]
+
+
+class AlertsEvaluated(BaseModel):
+    new: list[int]

@@ -62,7 +62,8 @@ def _history(session: Session, bench: Benchmark, metric: str, series_id: int | N
         entry = out.setdefault(r.series_id, {"series_id": s.id, "config": s.config, "gpu": s.gpu,
                                              "gpu_count": s.gpu_count, "runs": []})
         entry["runs"].append({"id": r.id, "started_at": runs_repo.utc(r.started_at),
-                              "commit": r.commit, "label": r.label, "branch": r.branch, "n": r.n,
+                              "commit": r.commit, "label": r.label, "branch": r.branch,
+                              "experiment": r.experiment_id, "n": r.n,
                               "mean": r.mean, "median": r.median, "stdev": r.stdev})
     return list(out.values())
 
@@ -112,9 +113,10 @@ def noise(session: Session, bench_name: str, metric: str = "tok_s", branch: str 
 def benchmark_view(session: Session, name: str, metric: str, series_id: int | None,
                    branch: str | None, label: str | None, gpu: str | None,
                    since: datetime | None, until: datetime | None, baseline: str | None,
-                   panel_metrics: tuple[str, ...]) -> dict[str, Any]:
+                   panel_metrics: tuple[str, ...], detail: bool = True) -> dict[str, Any]:
     """Everything the benchmark page draws: the selected history with the baseline's band and
-    change points, the trial samples of recent runs, small panels of other metrics."""
+    change points; with `detail` (one series) the trial samples of recent runs and small panels
+    of other metrics too."""
     bench = _bench(session, name)
     filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
 
@@ -145,11 +147,16 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
         cps = hstats.change_points([r["mean"] for r in h["runs"]], thr)
         changes[h["series_id"]] = [{"index": c.index, "delta_pct": c.delta_pct,
                                     "before_mean": c.before_mean, "after_mean": c.after_mean,
-                                    "started_at": h["runs"][c.index]["started_at"]} for c in cps]
-    shown = [r["id"] for h in main for r in h["runs"][-300:]]
-    samples = {rid: m.get(metric, []) for rid, m in
-               runs_repo.samples_of(session, shown, [metric]).items()}
-    panels = {m: hist(m) for m in panel_metrics if m != metric}
+                                    "started_at": h["runs"][c.index]["started_at"],
+                                    "run_id": h["runs"][c.index]["id"],
+                                    "commit": h["runs"][c.index]["commit"]} for c in cps]
+    samples: dict[int, list[float]] = {}
+    panels: dict[str, list[dict[str, Any]]] = {}
+    if detail:
+        shown = [r["id"] for h in main for r in h["runs"][-300:]]
+        samples = {rid: m.get(metric, []) for rid, m in
+                   runs_repo.samples_of(session, shown, [metric]).items()}
+        panels = {m: hist(m) for m in panel_metrics if m != metric}
     return {"bench": bench, "history": main, "all_series": all_series, "baselines": bases,
             "baseline": base, "bands": bands, "changes": changes, "samples": samples,
             "unit": runs_repo.unit_of(session, bench.id, metric), "panels": panels,
@@ -157,26 +164,45 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
             "default_branch": default_branch(bench)}
 
 
-def matrix_cells(session: Session, name: str, label: str | None) -> list[dict[str, Any]]:
-    """The latest run of each batch-size cell (tok/s, trial CV, bitwise-identical repeats)."""
+def matrix_cells(session: Session, name: str, label: str | None,
+                 baseline: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """One cell per batch-size series: by default the baseline's runs (the newest baseline, or
+    `baseline`), else the newest default-branch run (never a PR run); with `label`, the newest
+    run of that label, and its change against the baseline's cell where one exists. Returns the
+    cells and the baseline's name."""
     bench = _bench(session, name)
-    hist = _history(session, bench, "tok_s", label=label,
-                    branch=ALL_BRANCHES if label else None)
-    latest = {h["series_id"]: h["runs"][-1] for h in hist if "batch_size" in h["config"]}
+    bases = baseline_repo.list_all(session, name)
+    base = next((b for b in bases if b.name == baseline), None) if baseline else \
+        (bases[0] if bases else None)
+    if baseline and base is None:
+        raise NotFound(f"baseline {baseline!r} not found for benchmark {name!r}", "baseline")
+    base_hist = _history(session, bench, "tok_s", run_ids=list(base.run_ids)) if base else []
+    base_mean = {h["series_id"]: statistics.fmean(r["mean"] for r in h["runs"])
+                 for h in base_hist if h["runs"]}
+    if label:
+        hist = _history(session, bench, "tok_s", label=label, branch=ALL_BRANCHES)
+    elif base_hist:
+        hist = base_hist
+    else:
+        hist = _history(session, bench, "tok_s")
+    hist = [h for h in hist if "batch_size" in h["config"] and h["runs"]]
+    latest = {h["series_id"]: h["runs"][-1] for h in hist}
     runs = runs_repo.runs_by_id(session, [r["id"] for r in latest.values()])
     cells = []
     for h in hist:
         cfg = h["config"]
-        if h["series_id"] not in latest:
-            continue
         last = latest[h["series_id"]]
         det = runs[last["id"]].determinism or {}
         variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
                                        "graphs" if cfg.get("cuda_graphs") else "eager",
                                        h["gpu"]) if x)
+        from_base = hist is base_hist
+        mean = base_mean[h["series_id"]] if from_base else last["mean"]
+        ref = base_mean.get(h["series_id"])
         cv = 100.0 * (last["stdev"] or 0.0) / last["mean"] if last["mean"] else 0.0
-        cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": last["mean"],
-                      "cv_pct": cv, "run_id": last["id"],
+        cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
+                      "cv_pct": cv, "run_id": last["id"], "from_baseline": from_base,
+                      "change_pct": None if from_base or not ref else 100.0 * (mean / ref - 1),
                       "det": f"{det.get('identical', '?')}/{det.get('repeats', '?')} identical"
                       if det else "no digests"})
-    return cells
+    return cells, base.name if base else None

@@ -6,6 +6,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from ..errors import DomainError
+from ..format import series_label
 from ..repositories import baselines as baseline_repo
 from ..repositories import runs as runs_repo
 from ..schemas import BenchmarkSummary, GateIn
@@ -20,35 +21,62 @@ def benchmarks(session: Session) -> list[BenchmarkSummary]:
 
 
 def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
-    """Per benchmark: run count, newest run, and the verdict of the newest default-branch run
-    of a series its newest baseline covers (never a run of an unrelated series)."""
+    """Per benchmark: run count and newest run; for each series its newest baseline covers, the
+    verdict of that series' newest default-branch run (one gate over all of them, never a run of
+    an unrelated series); open alerts; the latest change point of its tok/s history."""
+    from . import alerts, history
+
     overview = runs_repo.benchmark_overview(session)
     newest = baseline_repo.newest(session, [b.id for b, _, _ in overview])
+    open_alerts = alerts.open_counts(session)
     rows = []
     for b, count, latest in overview:
         if latest is None:
             continue
         base = newest.get(b.id)
-        verdict = change = None
-        shown = None
+        series_verdicts: list[dict[str, Any]] = []
         if base is not None:
             keys = runs_repo.run_keys(session, list(base.run_ids))
-            run = runs_repo.latest_run_in_series(session, b.id, {k[1] for k in keys.values()},
-                                                 default_branch(b))
-            if run is not None and run.id not in keys:
-                shown = run
+            latest_runs = runs_repo.latest_runs_per_series(
+                session, b.id, {k[1] for k in keys.values()}, default_branch(b))
+            cand = [r for r in latest_runs if r.id not in keys]
+            if cand:
                 try:
                     g = verdicts.gate(session, GateIn(benchmark=b.name, baseline=base.name,
-                                                      run_ids=[run.id]), alpha)
+                                                      run_ids=[r.id for r in cand]), alpha)
                 except DomainError:
                     g = None
-                if g is not None:
-                    verdict = g.verdict
-                    tok = next((m for m in g.metrics if m.name == "tok_s"), None)
-                    change = tok.delta_pct if tok else None
-        if shown is None:
-            shown = runs_repo.recent_runs(session, b.id, 1)[0]
+                by_series = {r.series_id: r for r in cand}
+                for m in g.metrics if g else []:
+                    if m.name != "tok_s" or m.series_id not in by_series:
+                        continue
+                    series_verdicts.append({"series": series_label(m.series),
+                                            "verdict": m.verdict, "change": m.delta_pct,
+                                            "run": by_series[m.series_id].id,
+                                            "reason": m.reason})
+        cp: dict[str, Any] | None = None
+        try:
+            cps = history.changepoints(session, b.name, "tok_s")
+        except DomainError:
+            cps = None
+        for s in cps.series if cps else []:
+            for c in s.change_points:
+                if cp is None or (c.started_at or "") > str(cp["started_at"] or ""):
+                    cp = {"series": series_label({**s.config, "gpu": s.gpu,
+                                                  "gpu_count": s.gpu_count}),
+                          "delta_pct": c.delta_pct, "run_id": c.run_id,
+                          "started_at": c.started_at, "commit": c.commit}
+        counts: dict[str, int] = {}
+        for v in series_verdicts:
+            counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+        worst = next((k for k in ("regression", "inconclusive", "improvement", "pass")
+                      if counts.get(k)), None)
+        shown = runs_repo.recent_runs(session, b.id, 1)[0]
         rows.append({"name": b.name, "runs": count, "baseline": base.name if base else None,
-                     "verdict": verdict, "change": change, "latest": shown,
-                     "started": shown.started_at.strftime("%Y-%m-%d %H:%M UTC")})
+                     "series_verdicts": sorted(series_verdicts, key=lambda v: (
+                         ["regression", "inconclusive", "improvement", "pass"].index(v["verdict"]),
+                         v["series"])),
+                     "counts": counts, "worst": worst,
+                     "open_alerts": open_alerts.get(b.id, 0), "change_point": cp,
+                     "latest": shown, "started": shown.started_at.strftime("%Y-%m-%d %H:%M UTC")})
     return rows

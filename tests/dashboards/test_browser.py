@@ -39,8 +39,11 @@ def browser():
         b.close()
 
 
-def _open(browser, url, name):
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
+SIZES = {"desktop": {"width": 1400, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def _open(browser, url, name, size="desktop"):
+    page = browser.new_page(viewport=SIZES[size])
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -48,21 +51,34 @@ def _open(browser, url, name):
     assert resp.status == 200, url
     page.wait_for_load_state("networkidle")
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}-{size}.png"), full_page=True)
+    # no chart has a mode bar over its title; the page never scrolls sideways (wide tables
+    # scroll inside their own box)
+    assert page.locator(".modebar").count() == 0, url
+    wide = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert wide <= 1, f"{url} at {size}: {wide} px wider than the window"
     return page, errors
 
 
 def test_pages_render_with_charts(seeded, live_server, browser):
     url, app = live_server
     page, errors = _open(browser, url + "/", "index")
-    rows = page.locator("#benchmarks tr").count()
-    assert rows == 6  # header + moe-decode, -noise, -ab, -experiment, -matrix
-    assert page.locator("#benchmarks").inner_text().count("moe-decode") == 5
+    rows = page.locator("#benchmarks > tbody > tr").count()
+    # header + moe-decode, -noise, -ab, -experiment, -matrix, -resident, -resident-experiment
+    assert rows == 8
     assert not errors
+    # the main benchmark: per-series verdicts against its baseline, not one "inconclusive"
+    main = page.locator("#benchmarks tr[data-benchmark='moe-decode'] td.verdicts").inner_text()
+    assert "inconclusive" in main and "improvement" in main
 
-    page, errors = _open(browser, url + "/benchmarks/moe-decode-noise", "benchmark")
+    page, errors = _open(browser, url + "/benchmarks/moe-decode-noise", "benchmark-panels")
+    assert page.locator("#panels .panel-card").count() == 2  # one panel per series
+    assert page.locator("#panels .panel-card .chart[data-rendered='1'] .main-svg").count() >= 2
+    assert not errors
+    sid = page.locator("#panels .panel-card").first.get_attribute("data-series")
+    page, errors = _open(browser, f"{url}/benchmarks/moe-decode-noise?series={sid}", "benchmark")
     assert page.locator("#history[data-rendered='1'] .main-svg").count() >= 1
-    assert page.locator("#history .scatterlayer .trace").count() >= 4  # means + trials, 2 series
+    assert page.locator("#history .scatterlayer .trace").count() >= 2  # means + trials
     assert "H100" not in page.locator("#history").inner_text()
     assert not errors
 
@@ -86,6 +102,52 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     assert "non-identical repeats follow batch_size" in found and "shared_experts explains" in found
     assert page.locator("#cells tr").count() == 25  # 6 variants x 4 batch sizes
     assert not errors
+
+
+def test_thirty_series_with_a_planted_step(seeded, live_server, browser):
+    """The done-when of the dashboard issue: 30 series x 100 runs, a 3% step planted in one;
+    its own panel marks it, an alert lists it; every page at desktop and phone size."""
+    import httpx
+
+    from tests.service.test_alerts import STEP_SERIES, history
+
+    url, _ = live_server
+    runs = history()
+    for k in range(0, len(runs), 500):
+        assert httpx.post(f"{url}/api/v1/runs/batch", json={"runs": runs[k:k + 500]},
+                          timeout=120).status_code == 201
+    alerts = httpx.get(f"{url}/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
+    assert alerts["count"] == 1
+    for size in SIZES:
+        page, errors = _open(browser, f"{url}/benchmarks/moe-decode-30", "benchmark-30", size)
+        cards = page.locator("#panels .panel-card")
+        assert cards.count() == 30
+        flagged = page.locator("#panels .panel-card.alerted")
+        assert flagged.count() == 1
+        assert f"M={STEP_SERIES + 1} " in flagged.locator("h3").inner_text() + " "
+        assert flagged.get_attribute("data-changes") == "1"
+        assert "step -2." in flagged.inner_text() or "step -3." in flagged.inner_text()
+        # the change point is drawn in that panel: a dashed line and the alert's red triangle
+        assert flagged.locator(".shapelayer path").count() >= 1
+        assert flagged.locator(".scatterlayer .trace").count() >= 3
+        assert page.locator("#panels .panel-card[data-changes='0']").count() == 29
+        assert not errors
+        page, errors = _open(browser, f"{url}/benchmarks/moe-decode-30?x=commit", "benchmark-30-commit",
+                             size)
+        assert page.locator("#panels .panel-card.alerted").count() == 1 and not errors
+        page, errors = _open(browser, f"{url}/alerts", "alerts", size)
+        assert page.locator("#alerts tr.alert-row").count() == 1
+        row = page.locator("#alerts tr.alert-row").inner_text()
+        assert "moe-decode-30" in row and "open" in row and "0000070abcdef" in row
+        assert not errors
+        page, errors = _open(browser, f"{url}/", "index", size)
+        assert "1 open" in page.locator("#benchmarks tr[data-benchmark='moe-decode-30']").inner_text()
+        assert not errors
+        for path, name in (("/benchmarks/moe-decode/matrix", "matrix"),
+                           ("/experiments/plant1", "experiment"),
+                           ("/benchmarks/moe-decode-matrix/matrix", "matrix-attribution")):
+            page, errors = _open(browser, url + path, name, size)
+            assert not errors
 
 
 def test_compare_and_run_pages(seeded, live_server, browser):
@@ -121,6 +183,14 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     assert "1980" in page.locator("#trials").inner_text()  # SM clock per trial
     assert page.locator("#kernels tr").count() > 5
     assert not errors
+    for path, name in ((f"/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
+                        "&vary=shared_experts", "compare-vary"), (f"/runs/{rid}", "run")):
+        page, errors = _open(browser, url + path, name, "phone")
+        assert not errors
+    # the reasons fold into a details row under each metric; trace links name side and rank
+    page, errors = _open(browser, f"{url}/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
+                         "&vary=shared_experts", "compare-vary")
+    assert page.locator("#gate tr.details details").count() == page.locator("#gate tr.metric-row").count()
 
 
 def test_filters_are_shareable_urls(seeded, live_server, browser):

@@ -47,6 +47,8 @@ async def create_run(request: Request, background: BackgroundTasks):
     run_id, created = await run_in_threadpool(ingest.store_run, request.app.state.sessions, run)
     if created and run.repository and run.pr and request.app.state.on_run_created:
         background.add_task(request.app.state.on_run_created, run_id)
+    if created and run.pr is None:
+        background.add_task(ingest.after_ingest, request.app.state.sessions, s, [run_id])
     return JSONResponse({"id": run_id}, status_code=201 if created else 200)
 
 
@@ -61,6 +63,9 @@ async def create_runs(request: Request, background: BackgroundTasks):
     batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
     ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
                                            batch.runs)
+    if created and any(r.pr is None for r in batch.runs):
+        background.add_task(ingest.after_ingest, request.app.state.sessions, s,
+                            [i for i, r in zip(ids, batch.runs) if r.pr is None])
     hook = request.app.state.on_run_created
     if hook and created:
         for rid, run in zip(ids, batch.runs):

@@ -1,0 +1,41 @@
+"""Alerts: change points of default-branch histories that reach people (spec/api.md v1.1)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
+from sqlalchemy.orm import Session
+
+from ...schemas import AlertList, AlertOut, AlertPatch, AlertsEvaluated
+from ...usecases import alerts
+from ..deps import ERRORS, db, require_read, require_write
+
+router = APIRouter(prefix="/api/v1", tags=["alerts"])
+Str200 = Annotated[str | None, Query(max_length=200)]
+Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+@router.get("/alerts", response_model=AlertList, dependencies=[Depends(require_read)],
+            responses=ERRORS)
+def list_alerts(request: Request, session: Session = Depends(db), benchmark: Str200 = None,
+                state: Str200 = None):
+    """Alerts, newest first; filter by benchmark and state (open, acknowledged, closed)."""
+    return alerts.list_alerts(session, benchmark, state, request.app.state.settings)
+
+
+@router.patch("/alerts/{alert_id}", response_model=AlertOut, dependencies=[Depends(require_write)],
+              responses=ERRORS)
+def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: Session = Depends(db)):
+    """Acknowledge or close an alert (or open it again)."""
+    return alerts.set_state(session, alert_id, body.state, request.app.state.settings)
+
+
+@router.post("/alerts/evaluate", response_model=AlertsEvaluated,
+             dependencies=[Depends(require_write)], responses=ERRORS)
+def evaluate(request: Request, background: BackgroundTasks, session: Session = Depends(db),
+             benchmark: Str200 = None):
+    """Look at the default-branch histories again: new change points raise alerts (an alert
+    already raised is never raised twice); undelivered notifications are sent again."""
+    new = alerts.evaluate(session, benchmark)
+    background.add_task(alerts.notify, request.app.state.sessions, request.app.state.settings)
+    return {"new": new}

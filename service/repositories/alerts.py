@@ -1,0 +1,47 @@
+"""Alert rows."""
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..models import Alert, Benchmark
+
+
+def of_series(session: Session, series_id: int, metric: str) -> list[Alert]:
+    return list(session.scalars(select(Alert).where(Alert.series_id == series_id,
+                                                    Alert.metric == metric)))
+
+
+def add(session: Session, alert: Alert) -> Alert:
+    session.add(alert)
+    session.flush()
+    return alert
+
+
+def get(session: Session, alert_id: int) -> Alert | None:
+    return session.get(Alert, alert_id)
+
+
+def list_alerts(session: Session, bench_id: int | None = None, state: str | None = None,
+                limit: int = 500) -> tuple[list[Alert], int]:
+    q = select(Alert)
+    if bench_id is not None:
+        q = q.where(Alert.benchmark_id == bench_id)
+    if state:
+        q = q.where(Alert.state == state)
+    count = session.scalar(select(func.count()).select_from(q.subquery())) or 0
+    rows = list(session.scalars(q.order_by(Alert.created_at.desc(), Alert.id.desc()).limit(limit)))
+    return rows, int(count)
+
+
+def open_counts(session: Session) -> dict[int, int]:
+    """Open alerts per benchmark id."""
+    q = select(Alert.benchmark_id, func.count()).where(Alert.state == "open") \
+        .group_by(Alert.benchmark_id)
+    return {int(b): int(n) for b, n in session.execute(q)}
+
+
+def benchmark_names(session: Session, ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(session.execute(select(Benchmark.id, Benchmark.name).where(Benchmark.id.in_(ids))).all())

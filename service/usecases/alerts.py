@@ -1,0 +1,265 @@
+"""Alerts (spec/api.md v1.1, "Alerts"): a new change point of a series' default-branch history,
+in the metric's worse direction, raises one alert; it names the last good and the first bad run
+(and their commits), is stored with its state (open, acknowledged, closed), and goes out once to
+the webhook and once as a GitHub issue (found again by a hidden marker).
+
+A change point that moves by a run or two as history grows is the same change: an alert already
+raised within NEAR runs of it, in the same direction, stands for it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from collectors.metrics import HIGHER, lookup, threshold_pct
+
+from ..config import Settings
+from ..db import transaction
+from ..errors import Invalid, NotFound
+from ..format import series_label
+from ..models import Alert, Benchmark
+from ..repositories import alerts as repo
+from ..repositories import runs as runs_repo
+from ..stats import history as hstats
+from . import history
+
+STATES = ("open", "acknowledged", "closed")
+NEAR = 3
+DEFAULT_METRICS = ("tok_s", "total_tok_s", "req_s", "tpot_ms_mean", "ttft_ms_mean", "itl_ms_mean",
+                   "e2el_ms_mean", "latency_s", "kv_capacity_tokens", "aux_gap_mean_us",
+                   "aux_idle_per_step_us")
+log = logging.getLogger("perfwarden.alerts")
+
+
+def _worse(metric: str, delta_pct: float) -> bool:
+    d = lookup(metric)
+    higher = d is None or d.direction == HIGHER
+    return delta_pct < 0 if higher else delta_pct > 0
+
+
+def evaluate(session: Session, bench_name: str | None = None, series_ids: set[int] | None = None,
+             metrics: list[str] | None = None) -> list[int]:
+    """Look for change points on the default branch of the benchmark(s); store an alert for each
+    new one in the worse direction. Returns the new alerts' ids (none when re-evaluated)."""
+    benches = [history._bench(session, bench_name)] if bench_name else \
+        [b for b, _, _ in runs_repo.benchmark_overview(session)]
+    new: list[int] = []
+    for bench in benches:
+        branch = history.default_branch(bench)
+        for metric in metrics or DEFAULT_METRICS:
+            for s in history._history(session, bench, metric, branch=branch):
+                if series_ids is not None and s["series_id"] not in series_ids:
+                    continue
+                new += _evaluate_series(session, bench, branch, metric, s)
+    return new
+
+
+def _evaluate_series(session: Session, bench: Benchmark, branch: str, metric: str,
+                     s: dict[str, Any]) -> list[int]:
+    # an interleaved experiment's arms alternate on purpose: not a history that changes
+    runs = [r for r in s["runs"] if not r.get("experiment")]
+    cps = [c for c in hstats.change_points([r["mean"] for r in runs], threshold_pct(metric))
+           if _worse(metric, c.delta_pct)]
+    if not cps:
+        return []
+    pos = {r["id"]: i for i, r in enumerate(runs)}
+    known = repo.of_series(session, s["series_id"], metric)
+    out = []
+    for c in cps:
+        bad, good = runs[c.index], runs[c.index - 1] if c.index > 0 else None
+        if any(abs(pos.get(a.run_id, -10**9) - c.index) <= NEAR
+               and (a.delta_pct < 0) == (c.delta_pct < 0) for a in known):
+            continue
+        now = datetime.now(timezone.utc)
+        a = repo.add(session, Alert(
+            benchmark_id=bench.id, series_id=s["series_id"], metric=metric, branch=branch,
+            run_id=bad["id"], good_run_id=good["id"] if good else None, commit=bad["commit"],
+            good_commit=good["commit"] if good else None, before=c.before_mean,
+            after=c.after_mean, delta_pct=c.delta_pct, state="open", created_at=now,
+            updated_at=now, webhook_attempts=0))
+        known.append(a)
+        out.append(a.id)
+    return out
+
+
+def evaluate_runs(session: Session, run_ids: list[int]) -> list[int]:
+    """After an ingest: evaluate the series of the new runs that belong to their benchmark's
+    default-branch history, for the metrics those runs carry."""
+    rows = runs_repo.runs_by_id(session, run_ids)
+    by_bench: dict[str, set[int]] = {}
+    for r in rows.values():
+        branch = history.default_branch(r.benchmark)
+        if r.pr is None and (r.branch is None or r.branch == branch):
+            by_bench.setdefault(r.benchmark.name, set()).add(r.series_id)
+    if not by_bench:
+        return []
+    metrics = [m for m in runs_repo.metric_names(session, list(rows)) if m in DEFAULT_METRICS
+               or lookup(m) is not None]
+    new: list[int] = []
+    for name, series in by_bench.items():
+        new += evaluate(session, name, series, metrics)
+    return new
+
+
+def to_out(session: Session, alerts: list[Alert], settings: Settings | None = None
+           ) -> list[dict[str, Any]]:
+    series = runs_repo.series_rows(session, {a.series_id for a in alerts})
+    names = repo.benchmark_names(session, {a.benchmark_id for a in alerts})
+    base = ((settings.dashboard_url if settings else None) or "").rstrip("/")
+    out = []
+    for a in alerts:
+        s = series.get(a.series_id)
+        config = s.config if s else {}
+        label = series_label({**config, "gpu": s.gpu, "gpu_count": s.gpu_count}) if s else \
+            str(a.series_id)
+        out.append({
+            "id": a.id, "benchmark": names.get(a.benchmark_id, ""), "series_id": a.series_id,
+            "series": label, "config": config,
+            "metric": a.metric, "branch": a.branch, "state": a.state, "run_id": a.run_id,
+            "good_run_id": a.good_run_id, "commit": a.commit, "good_commit": a.good_commit,
+            "before": a.before, "after": a.after, "delta_pct": a.delta_pct,
+            "created_at": runs_repo.utc(a.created_at), "updated_at": runs_repo.utc(a.updated_at),
+            "url": f"{base}/alerts#alert-{a.id}",
+            "bisect": bisect_line(names.get(a.benchmark_id, ""), a, base),
+            "webhook_delivered_at": runs_repo.utc(a.webhook_delivered_at),
+            "github_issue": a.github_issue, "notify_error": a.notify_error})
+    return out
+
+
+def bisect_line(bench: str, a: Alert, server: str) -> str | None:
+    """The `git bisect` commands that find the commit between the last good and first bad run
+    (None when the runs carry no commits)."""
+    if not a.commit or not a.good_commit or a.commit == a.good_commit:
+        return None
+    return (f"git bisect start {a.commit} {a.good_commit} && git bisect run perfwarden gate "
+            f"--server {server or 'URL'} --benchmark {bench} --baseline commit:{a.good_commit} "
+            f"--commit HEAD --bisect")
+
+
+def list_alerts(session: Session, benchmark: str | None, state: str | None,
+                settings: Settings | None = None) -> dict[str, Any]:
+    if state and state not in STATES:
+        raise Invalid(f"state must be one of {', '.join(STATES)}, not {state!r}", "state")
+    bench_id = None
+    if benchmark:
+        bench_id = runs_repo.benchmark_id(session, benchmark)
+        if bench_id is None:
+            raise NotFound(f"benchmark {benchmark!r} not found", "benchmark")
+    rows, count = repo.list_alerts(session, bench_id, state)
+    return {"alerts": to_out(session, rows, settings), "count": count}
+
+
+def set_state(session: Session, alert_id: int, state: str, settings: Settings | None = None
+              ) -> dict[str, Any]:
+    if state not in STATES:
+        raise Invalid(f"state must be one of {', '.join(STATES)}, not {state!r}", "state")
+    a = repo.get(session, alert_id)
+    if a is None:
+        raise NotFound(f"alert {alert_id} not found", "alert_id")
+    a.state = state
+    a.updated_at = datetime.now(timezone.utc)
+    session.flush()
+    return to_out(session, [a], settings)[0]
+
+
+def open_counts(session: Session) -> dict[int, int]:
+    return repo.open_counts(session)
+
+
+# --- delivery ------------------------------------------------------------------------------
+def payload(out: dict[str, Any]) -> dict[str, Any]:
+    """The webhook body (spec/api.md v1.1)."""
+    return {k: out[k] for k in ("benchmark", "series", "metric", "run_id", "commit", "before",
+                                "after", "delta_pct", "url")}
+
+
+def notify(sessions: sessionmaker[Session], settings: Settings, ids: list[int] | None = None) -> None:
+    """Send what has not gone out yet: the webhook (with retries) and the GitHub issue. A failure
+    is kept on the alert (`notify_error`) and tried again at the next evaluation."""
+    if not settings.alert_webhook and not settings.alert_github_repo:
+        return
+    with transaction(sessions) as session:
+        rows, _ = repo.list_alerts(session, state="open", limit=1000)
+        rows = [a for a in rows if ids is None or a.id in ids]
+        todo = [(a.id, o) for a, o in zip(rows, to_out(session, rows, settings))
+                if (settings.alert_webhook and a.webhook_delivered_at is None)
+                or (settings.alert_github_repo and a.github_issue is None)]
+    for alert_id, out in todo:
+        delivered, attempts, issue, err = None, 0, None, None
+        if settings.alert_webhook and out["webhook_delivered_at"] is None:
+            attempts, err = _post_webhook(settings, payload(out))
+            if err is None:
+                delivered = datetime.now(timezone.utc)
+        if settings.alert_github_repo and out["github_issue"] is None:
+            try:
+                issue = _open_issue(settings, out)
+            except Exception as e:  # noqa: BLE001 - kept on the alert, retried later
+                err = f"GitHub: {e}"
+        with transaction(sessions) as session:
+            a = repo.get(session, alert_id)
+            if a is None:
+                continue
+            a.webhook_attempts += attempts
+            if delivered:
+                a.webhook_delivered_at = delivered
+            if issue:
+                a.github_issue = issue
+            a.notify_error = err[:1000] if err else None
+
+
+def _post_webhook(settings: Settings, body: dict[str, Any]) -> tuple[int, str | None]:
+    assert settings.alert_webhook is not None
+    url = settings.alert_webhook.get_secret_value()
+    data = json.dumps(body).encode()
+    err = None
+    for attempt in range(settings.alert_retries):
+        req = urllib.request.Request(url, data=data, method="POST", headers={
+            "Content-Type": "application/json", "User-Agent": "perfwarden"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                if 200 <= r.status < 300:
+                    return attempt + 1, None
+                err = f"webhook answered {r.status}"
+        except urllib.error.HTTPError as e:
+            err = f"webhook answered {e.code}"
+            if 400 <= e.code < 500 and e.code not in (408, 429):
+                return attempt + 1, err  # the receiver refuses it: retrying will not help
+        except (urllib.error.URLError, OSError) as e:
+            err = f"webhook unreachable ({type(e).__name__})"  # never the URL: it may hold a secret
+        if attempt + 1 < settings.alert_retries:
+            time.sleep(settings.alert_backoff_s * 2 ** attempt)
+    log.warning("alert webhook failed after %d attempts: %s", settings.alert_retries, err)
+    return settings.alert_retries, err
+
+
+def marker(out: dict[str, Any]) -> str:
+    return (f"<!-- perfwarden-alert {out['benchmark']} series={out['series_id']} "
+            f"metric={out['metric']} run={out['run_id']} -->")
+
+
+def _open_issue(settings: Settings, out: dict[str, Any]) -> int:
+    from ..bot.github import GitHub
+
+    token = settings.github_token.get_secret_value() if settings.github_token else ""
+    title = (f"perfwarden: {out['metric']} {out['delta_pct']:+.2f}% on {out['benchmark']} "
+             f"({out['series']})")
+    rng = (f"`{out['good_commit']}`..`{out['commit']}`" if out["good_commit"] and out["commit"]
+           else f"runs {out['good_run_id']}..{out['run_id']}")
+    lines = [marker(out), f"**{out['metric']}** moved {out['delta_pct']:+.2f}% on the "
+             f"`{out['branch']}` history of **{out['benchmark']}** ({out['series']}): "
+             f"{out['before']:,.4g} -> {out['after']:,.4g}.", "",
+             f"- last good run {out['good_run_id']}, first bad run {out['run_id']}: {rng}",
+             f"- alert: {out['url']}"]
+    if out["bisect"]:
+        lines += ["", "Find the commit:", "", "```", out["bisect"], "```"]
+    assert settings.alert_github_repo is not None
+    with GitHub(token, settings.github_api_url) as g:
+        issue, _ = g.ensure_issue(settings.alert_github_repo, marker(out), title, "\n".join(lines))
+    return int(issue["number"])

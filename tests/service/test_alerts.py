@@ -1,0 +1,216 @@
+"""Alerts end to end: 30 series x 100 default-branch runs with a planted 3% step in one series
+raise one alert naming the right runs and commits; it reaches the webhook once and opens one
+GitHub issue (a local HTTP server speaking GitHub's issues API); re-evaluating adds nothing."""
+from __future__ import annotations
+
+import json
+import random
+import threading
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from pydantic import SecretStr
+
+from service.config import Settings
+
+TOKEN = "ghp_alert_token_456"
+STEP_SERIES, STEP_AT, RUNS, SERIES = 17, 70, 100, 30
+
+
+class Receiver:
+    """The webhook receiver and GitHub's issues API on one loopback port."""
+
+    def __init__(self, webhook_failures: int = 0):
+        self.posts: list[dict] = []
+        self.webhook_calls = 0
+        self.webhook_failures = webhook_failures
+        self.issues: list[dict] = []
+        rec = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self._send(401, {"message": "Bad credentials"})
+                if self.path.startswith("/repos/acme/engine/issues"):
+                    return self._send(200, rec.issues)
+                self._send(404, {"message": "Not Found"})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.split("?")[0] == "/hook":
+                    rec.webhook_calls += 1
+                    if rec.webhook_failures > 0:
+                        rec.webhook_failures -= 1
+                        return self._send(503, {})
+                    rec.posts.append(body)
+                    return self._send(204, {})
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self._send(401, {"message": "Bad credentials"})
+                if self.path == "/repos/acme/engine/issues":
+                    issue = {"number": len(rec.issues) + 1, **body}
+                    rec.issues.append(issue)
+                    return self._send(201, issue)
+                self._send(404, {"message": "Not Found"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _app(settings: Settings, receiver: Receiver, **over):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    over = {k: SecretStr(v) if k == "alert_webhook" and v else v for k, v in over.items()}
+    s = settings.model_copy(update={
+        "alert_webhook": SecretStr(f"{receiver.url}/hook"), "alert_github_repo": "acme/engine",
+        "github_token": SecretStr(TOKEN), "github_api_url": receiver.url, "alert_backoff_s": 0.0,
+        "dashboard_url": "http://dash.example", **over})
+    return create_app(s), TestClient
+
+
+def history(series: int = SERIES, runs: int = RUNS, step_series: int = STEP_SERIES,
+            step_at: int = STEP_AT, step_pct: float = -3.0) -> list[dict]:
+    """Runs in time order: each series' tok/s around its own level (1k..15k tok/s) with 0.1%
+    noise; from run `step_at` on, series `step_series` is `step_pct` lower."""
+    rng = random.Random(7)
+    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    out = []
+    for i in range(runs):
+        for s in range(series):
+            level = 1000.0 + 480.0 * s
+            if s == step_series and i >= step_at:
+                level *= 1 + step_pct / 100
+            out.append({"benchmark": "moe-decode-30", "config": {"tp": 8, "batch_size": s + 1},
+                        "hardware": {"gpu": "NVIDIA H200", "gpu_count": 8},
+                        "commit": f"{i:07d}abcdef", "branch": "main",
+                        "started_at": (t0 + timedelta(hours=i, seconds=s)).isoformat(),
+                        "metrics": {"tok_s": {"unit": "tok/s", "direction": "higher", "samples": [
+                            level * (1 + rng.gauss(0, 0.001)) for _ in range(3)]}}})
+    return out
+
+
+def test_planted_step_raises_one_alert_once(settings, receiver):
+    app, TC = _app(settings, receiver)
+    with TC(app) as c:
+        runs = history()
+        ids = []
+        for k in range(0, len(runs), 500):  # as CI would post them: batches over time
+            r = c.post("/api/v1/runs/batch", json={"runs": runs[k:k + 500]})
+            assert r.status_code == 201, r.text
+            ids += r.json()["ids"]
+        a = c.get("/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
+        assert a["count"] == 1, a
+        alert = a["alerts"][0]
+        bad = ids[STEP_AT * SERIES + STEP_SERIES]
+        good = ids[(STEP_AT - 1) * SERIES + STEP_SERIES]
+        assert alert["run_id"] == bad and alert["good_run_id"] == good
+        assert alert["commit"] == f"{STEP_AT:07d}abcdef"
+        assert alert["good_commit"] == f"{STEP_AT - 1:07d}abcdef"
+        assert alert["metric"] == "tok_s" and alert["state"] == "open"
+        assert alert["delta_pct"] == pytest.approx(-3.0, abs=0.15)
+        assert "M=18" in alert["series"] and alert["config"]["batch_size"] == 18
+        assert alert["bisect"] == (
+            f"git bisect start {STEP_AT:07d}abcdef {STEP_AT - 1:07d}abcdef && git bisect run "
+            "perfwarden gate --server http://dash.example --benchmark moe-decode-30 --baseline "
+            f"commit:{STEP_AT - 1:07d}abcdef --commit HEAD --bisect")
+        # the webhook got it once, with the spec's keys; one GitHub issue with the marker
+        assert receiver.webhook_calls == 1 and len(receiver.posts) == 1
+        body = receiver.posts[0]
+        assert set(body) == {"benchmark", "series", "metric", "run_id", "commit", "before", "after",
+                             "delta_pct", "url"}
+        assert body["run_id"] == bad and body["url"] == f"http://dash.example/alerts#alert-{alert['id']}"
+        assert len(receiver.issues) == 1
+        issue = receiver.issues[0]
+        assert "perfwarden-alert moe-decode-30" in issue["body"] and "git bisect start" in issue["body"]
+        assert issue["title"] == f"perfwarden: tok_s {alert['delta_pct']:+.2f}% on moe-decode-30 ({alert['series']})"
+        assert c.get("/api/v1/alerts").json()["alerts"][0]["github_issue"] == 1
+        # re-evaluating history, and more runs of the same series, add no alert and send nothing
+        assert c.post("/api/v1/alerts/evaluate").json() == {"new": []}
+        more = history(runs=RUNS + 3)[RUNS * SERIES:]
+        assert c.post("/api/v1/runs/batch", json={"runs": more}).status_code == 201
+        assert c.post("/api/v1/alerts/evaluate", params={"benchmark": "moe-decode-30"}).json() == {"new": []}
+        assert c.get("/api/v1/alerts").json()["count"] == 1
+        assert receiver.webhook_calls == 1 and len(receiver.issues) == 1
+        # state changes
+        r = c.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "acknowledged"})
+        assert r.status_code == 200 and r.json()["state"] == "acknowledged"
+        assert c.get("/api/v1/alerts", params={"state": "open"}).json()["count"] == 0
+        assert c.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "gone"}).status_code == 422
+        assert c.patch("/api/v1/alerts/999999", json={"state": "closed"}).status_code == 404
+        assert c.get("/api/v1/alerts", params={"state": "maybe"}).status_code == 422
+        assert c.get("/api/v1/alerts", params={"benchmark": "nope"}).status_code == 404
+    app.state.engine.dispose()
+
+
+def test_improvements_and_pr_runs_raise_nothing(settings, receiver):
+    app, TC = _app(settings, receiver)
+    with TC(app) as c:
+        up = history(series=3, runs=40, step_series=1, step_at=25, step_pct=+3.0)
+        assert c.post("/api/v1/runs/batch", json={"runs": up}).status_code == 201
+        pr = history(series=3, runs=40, step_series=2, step_at=0, step_pct=-5.0)[-3:]
+        for r in pr:
+            r.update(branch="feature", pr=12, repository="acme/engine")
+        assert c.post("/api/v1/runs/batch", json={"runs": pr}).status_code == 201
+        assert c.get("/api/v1/alerts").json()["count"] == 0
+        assert receiver.webhook_calls == 0 and not receiver.issues
+    app.state.engine.dispose()
+
+
+def test_webhook_retries_then_delivers(settings):
+    rec = Receiver(webhook_failures=2)
+    try:
+        app, TC = _app(settings, rec, alert_github_repo=None)
+        with TC(app) as c:
+            runs = history(series=2, runs=40, step_series=0, step_at=25)
+            assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+            alert = c.get("/api/v1/alerts").json()["alerts"][0]
+            assert rec.webhook_calls == 3 and len(rec.posts) == 1
+            assert alert["webhook_delivered_at"] and alert["notify_error"] is None
+        app.state.engine.dispose()
+    finally:
+        rec.close()
+
+
+def test_webhook_down_keeps_the_error_without_the_url(settings, caplog):
+    rec = Receiver(webhook_failures=100)
+    try:
+        secret_url = f"{rec.url}/hook?token=s3cr3t"
+        app, TC = _app(settings, rec, alert_github_repo=None, alert_webhook=secret_url)
+        with TC(app) as c:
+            runs = history(series=2, runs=40, step_series=0, step_at=25)
+            assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+            alert = c.get("/api/v1/alerts").json()["alerts"][0]
+            assert alert["webhook_delivered_at"] is None
+            assert alert["notify_error"] == "webhook answered 503"
+            assert rec.webhook_calls == 3
+            # the next evaluation tries again
+            c.post("/api/v1/alerts/evaluate")
+            assert rec.webhook_calls == 6
+        app.state.engine.dispose()
+    finally:
+        rec.close()
+    assert "s3cr3t" not in caplog.text
