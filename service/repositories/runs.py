@@ -474,20 +474,26 @@ def latest_run_in_series(session: Session, bench_id: int, series_ids: set[int],
     return session.scalars(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(1)).first()
 
 
+def fingerprint(session: Session, bench_id: int) -> tuple[int, int]:
+    """(run count, newest run id) of a benchmark: changes with every stored or deleted run."""
+    n, top = session.execute(select(func.count(), func.max(Run.id))
+                             .where(Run.benchmark_id == bench_id)).one()
+    return int(n or 0), int(top or 0)
+
+
 def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int],
                            history_branch: str | None = None) -> list[Run]:
-    """The newest run of each series (of one branch's history), one query."""
+    """The newest run of each series (of one branch's history): the ids in one window query,
+    then those runs."""
     if not series_ids:
         return []
-    sub = filter_runs(select(Run.series_id, func.max(Run.started_at).label("t"))
-                      .where(Run.benchmark_id == bench_id, Run.series_id.in_(series_ids)),
-                      history_branch=history_branch).group_by(Run.series_id).subquery()
-    q = select(Run).join(sub, (Run.series_id == sub.c.series_id) & (Run.started_at == sub.c.t))
-    q = filter_runs(q.where(Run.benchmark_id == bench_id), history_branch=history_branch)
-    out: dict[int, Run] = {}
-    for r in session.scalars(q.order_by(Run.id.desc())):
-        out.setdefault(r.series_id, r)
-    return list(out.values())
+    rank = func.row_number().over(partition_by=Run.series_id,
+                                  order_by=(Run.started_at.desc(), Run.id.desc())).label("k")
+    sub = filter_runs(select(Run.id, rank).where(Run.benchmark_id == bench_id,
+                                                 Run.series_id.in_(series_ids)),
+                      history_branch=history_branch).subquery()
+    ids = list(session.scalars(select(sub.c.id).where(sub.c.k == 1)))
+    return list(runs_by_id(session, ids).values())
 
 
 def delete_run(session: Session, run_id: int) -> None:

@@ -20,11 +20,41 @@ def benchmarks(session: Session) -> list[BenchmarkSummary]:
             for b, n, t in runs_repo.benchmark_overview(session)]
 
 
+_CP_CACHE: dict[tuple, dict[str, Any] | None] = {}
+
+
+def _latest_change_point(session: Session, bench: Any, count: int, latest: Any
+                         ) -> dict[str, Any] | None:
+    """The newest change point of the benchmark's tok/s history. Kept per (benchmark, run count,
+    newest run time, default branch): any new or deleted run, or a new default branch, gives
+    another key, so a kept answer is never stale."""
+    from . import history
+
+    key = (bench.id, count, latest, default_branch(bench))
+    if key in _CP_CACHE:
+        return _CP_CACHE[key]
+    cp: dict[str, Any] | None = None
+    try:
+        cps = history.changepoints(session, bench.name, "tok_s")
+    except DomainError:
+        cps = None
+    for s in cps.series if cps else []:
+        for c in s.change_points:
+            if cp is None or (c.started_at or "") > str(cp["started_at"] or ""):
+                cp = {"series": series_label({**s.config, "gpu": s.gpu, "gpu_count": s.gpu_count}),
+                      "delta_pct": c.delta_pct, "run_id": c.run_id, "started_at": c.started_at,
+                      "commit": c.commit}
+    if len(_CP_CACHE) > 256:
+        _CP_CACHE.clear()
+    _CP_CACHE[key] = cp
+    return cp
+
+
 def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
     """Per benchmark: run count and newest run; for each series its newest baseline covers, the
     verdict of that series' newest default-branch run (one gate over all of them, never a run of
     an unrelated series); open alerts; the latest change point of its tok/s history."""
-    from . import alerts, history
+    from . import alerts
 
     overview = runs_repo.benchmark_overview(session)
     newest = baseline_repo.newest(session, [b.id for b, _, _ in overview])
@@ -54,18 +84,7 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                                             "verdict": m.verdict, "change": m.delta_pct,
                                             "run": by_series[m.series_id].id,
                                             "reason": m.reason})
-        cp: dict[str, Any] | None = None
-        try:
-            cps = history.changepoints(session, b.name, "tok_s")
-        except DomainError:
-            cps = None
-        for s in cps.series if cps else []:
-            for c in s.change_points:
-                if cp is None or (c.started_at or "") > str(cp["started_at"] or ""):
-                    cp = {"series": series_label({**s.config, "gpu": s.gpu,
-                                                  "gpu_count": s.gpu_count}),
-                          "delta_pct": c.delta_pct, "run_id": c.run_id,
-                          "started_at": c.started_at, "commit": c.commit}
+        cp = _latest_change_point(session, b, count, latest)
         counts: dict[str, int] = {}
         for v in series_verdicts:
             counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
