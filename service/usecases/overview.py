@@ -25,12 +25,13 @@ _CP_CACHE: dict[tuple, dict[str, Any] | None] = {}
 
 def _latest_change_point(session: Session, bench: Any, count: int, latest: Any
                          ) -> dict[str, Any] | None:
-    """The newest change point of the benchmark's tok/s history. Kept per (benchmark, run count,
-    newest run time, default branch): any new or deleted run, or a new default branch, gives
-    another key, so a kept answer is never stale."""
+    """The newest change point of the benchmark's tok/s history. Kept per (database, benchmark,
+    run count, newest run time and id, default branch): any new or deleted run, or a new default
+    branch, gives another key, so a kept answer is never stale."""
     from . import history
 
-    key = (bench.id, count, latest, default_branch(bench))
+    key = (str(session.get_bind().url), bench.id, count, latest, default_branch(bench),
+           *runs_repo.fingerprint(session, bench.id))
     if key in _CP_CACHE:
         return _CP_CACHE[key]
     cp: dict[str, Any] | None = None
