@@ -185,6 +185,7 @@ def matrix_cells(session: Session, name: str, label: str | None,
         hist = base_hist
     else:
         hist = _history(session, bench, "tok_s")
+    from_base = hist is base_hist and bool(base_hist)
     hist = [h for h in hist if "batch_size" in h["config"] and h["runs"]]
     latest = {h["series_id"]: h["runs"][-1] for h in hist}
     runs = runs_repo.runs_by_id(session, [r["id"] for r in latest.values()])
@@ -196,7 +197,6 @@ def matrix_cells(session: Session, name: str, label: str | None,
         variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
                                        "graphs" if cfg.get("cuda_graphs") else "eager",
                                        h["gpu"]) if x)
-        from_base = hist is base_hist
         mean = base_mean[h["series_id"]] if from_base else last["mean"]
         ref = base_mean.get(h["series_id"])
         cv = 100.0 * (last["stdev"] or 0.0) / last["mean"] if last["mean"] else 0.0

@@ -214,3 +214,33 @@ def test_webhook_down_keeps_the_error_without_the_url(settings, caplog):
     finally:
         rec.close()
     assert "s3cr3t" not in caplog.text
+
+
+def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(client):
+    """The matrix shows the baseline's cells by default (never a newer PR run), and a label's
+    newest runs with their change against the baseline's cells."""
+    from service.db import transaction
+    from service.usecases import history as uh
+
+    base = history(series=2, runs=3)
+    for r in base:
+        r["label"] = "v17-run"
+    pr = history(series=2, runs=1, step_series=1, step_at=0, step_pct=-4.0)
+    for r in pr:
+        r.update(label="pr-9", branch="feature", pr=9, repository="acme/engine",
+                 started_at="2026-12-01T00:00:00+00:00")
+    r = client.post("/api/v1/runs/batch", json={"runs": base})
+    assert r.status_code == 201
+    assert client.post("/api/v1/runs/batch", json={"runs": pr}).status_code == 201
+    r = client.post("/api/v1/baselines", json={"name": "v17", "benchmark": "moe-decode-30",
+                                               "run_ids": r.json()["ids"]})
+    assert r.status_code in (200, 201), r.text
+    sessions = client.app.state.sessions
+    with transaction(sessions) as s:
+        cells, name = uh.matrix_cells(s, "moe-decode-30", None)
+        assert name == "v17" and len(cells) == 2
+        assert all(c["from_baseline"] and c["change_pct"] is None for c in cells)
+        cells, _ = uh.matrix_cells(s, "moe-decode-30", "pr-9")
+    by_m = {c["batch_size"]: c for c in cells}
+    assert by_m[2]["change_pct"] == pytest.approx(-4.0, abs=0.3)
+    assert abs(by_m[1]["change_pct"]) < 0.3

@@ -247,3 +247,27 @@ def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
     bodies = [x["body"] for x in gh.comments.values()]
     assert len(bodies) == 1  # edited in place, never a second comment
     assert "**FAIL**" in bodies[0] and "c0ffee-plant3" in bodies[0]
+
+
+def test_comment_trace_links_name_side_and_rank_through_the_dashboard():
+    from service.bot.markdown import render
+    from service.schemas import CompareOut
+
+    def brief(i):
+        return {"id": i, "commit": "abc1234", "branch": "main", "label": None, "started_at": None,
+                "hardware": {"gpu": "NVIDIA H200", "gpu_count": 2}, "config": {"tp": 2},
+                "determinism": None}
+
+    cmp = CompareOut.model_validate({
+        "verdict": "pass", "benchmark": "b", "baseline": "v17", "baseline_run_ids": [1],
+        "candidate_run_ids": [2], "correction": "none", "alpha": 0.05, "metrics": [],
+        "distributions": [], "trace_diff": None, "baseline_runs": [brief(1)],
+        "candidate_runs": [brief(2)],
+        "traces": {1: [{"id": 10, "filename": "nsys_M1.sqlite", "sha256": "x"}],
+                   2: [{"id": 11, "filename": "trace_M1_rank0.json.gz", "sha256": "y"},
+                       {"id": 12, "filename": "trace_M1_rank1.json.gz", "sha256": "z"}]}})
+    body = render(cmp, dashboard_url="https://dash.example/", server_url="http://api.internal:8000")
+    assert ("**Traces:** [baseline run 1](https://dash.example/api/v1/traces/10), "
+            "[candidate run 2, rank 0](https://dash.example/api/v1/traces/11), "
+            "[candidate run 2, rank 1](https://dash.example/api/v1/traces/12)") in body
+    assert "api.internal" not in body
