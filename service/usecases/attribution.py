@@ -28,7 +28,7 @@ def attribution(session: Session, benchmark: str, metric: str = "tok_s",
     bench_id = runs_repo.benchmark_id(session, benchmark)
     if bench_id is None:
         raise NotFound(f"benchmark {benchmark!r} not found", "benchmark")
-    key = (str(session.get_bind().url), bench_id, metric, tuple(labels or ()), branch,
+    key = (str(session.get_bind().engine.url), bench_id, metric, tuple(labels or ()), branch,
            *runs_repo.fingerprint(session, bench_id))
     if key not in _CACHE:
         if len(_CACHE) > 256:

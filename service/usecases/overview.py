@@ -30,7 +30,7 @@ def _latest_change_point(session: Session, bench: Any, count: int, latest: Any
     branch, gives another key, so a kept answer is never stale."""
     from . import history
 
-    key = (str(session.get_bind().url), bench.id, count, latest, default_branch(bench),
+    key = (str(session.get_bind().engine.url), bench.id, count, latest, default_branch(bench),
            *runs_repo.fingerprint(session, bench.id))
     if key in _CP_CACHE:
         return _CP_CACHE[key]
