@@ -116,7 +116,14 @@ def test_thirty_series_with_a_planted_step(seeded, live_server, browser):
     for k in range(0, len(runs), 500):
         assert httpx.post(f"{url}/api/v1/runs/batch", json={"runs": runs[k:k + 500]},
                           timeout=120).status_code == 201
-    alerts = httpx.get(f"{url}/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
+    # alerts are evaluated after the response (a background task): wait for the last batch's
+    import time
+
+    for _ in range(300):
+        alerts = httpx.get(f"{url}/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
+        if alerts["count"]:
+            break
+        time.sleep(0.1)
     assert alerts["count"] == 1
     for size in SIZES:
         page, errors = _open(browser, f"{url}/benchmarks/moe-decode-30", "benchmark-30", size)
