@@ -24,9 +24,9 @@ from .errors import (
     Unavailable,
     from_validation,
 )
+from .version import VERSION
 
 log = logging.getLogger("perfwarden")
-VERSION = "0.2.0"
 
 # the one place where domain errors become HTTP
 STATUS: dict[type[DomainError], int] = {
@@ -93,28 +93,14 @@ def create_app(settings: Settings | None = None,
         log.exception("unexpected error")
         return error_response(500, "internal_error", "internal error; see the server log")
 
-    from .api.routes import alerts, baselines, benchmarks, gate, runs
+    from .api.routes import alerts, baselines, benchmarks, gate, health, runs
 
     app.include_router(runs.router)
     app.include_router(baselines.router)
     app.include_router(gate.router)
     app.include_router(benchmarks.router)
     app.include_router(alerts.router)
-
-    @app.get("/api/v1/health", tags=["meta"])
-    def health():
-        """The database answers and is migrated to this version's head (503 otherwise)."""
-        from .migrate import head, revision_of
-
-        with app.state.engine.connect() as con:
-            rev = revision_of(con)
-        want = head()
-        body = {"status": "ok" if rev == want else "unmigrated", "version": VERSION,
-                "database": {"revision": rev, "head": want}}
-        if rev != want:
-            body["fix"] = "perfwarden db upgrade"
-            return JSONResponse(body, status_code=503)
-        return body
+    app.include_router(health.router)
 
     _offline_docs(app)
     from dashboards.routes import mount

@@ -77,12 +77,14 @@ def test_health_reports_migration_state(tmp_path):
     with TestClient(app) as c:
         r = c.get("/api/v1/health")
         assert r.status_code == 503
-        body = r.json()
-        assert body["status"] == "unmigrated" and body["database"]["revision"] == "0001"
-        assert body["fix"] == "perfwarden db upgrade"
+        err = r.json()["error"]
+        assert err["status"] == 503 and err["code"] == "unmigrated"
+        assert "revision 0001" in err["message"] and "perfwarden db upgrade" in err["message"]
         migrate.upgrade(url)
         r = c.get("/api/v1/health")
         assert r.status_code == 200 and r.json()["database"]["revision"] == migrate.head()
+        from service.version import VERSION
+        assert r.json()["version"] == VERSION != "0+unknown"
     app.state.engine.dispose()
 
 

@@ -1,0 +1,22 @@
+"""GET /api/v1/health: the database answers and is migrated to this version's head."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from ... import migrate
+from ...errors import Unavailable
+from ...version import VERSION
+
+router = APIRouter(tags=["meta"])
+
+
+@router.get("/api/v1/health")
+def health(request: Request) -> dict:
+    """200 with the revision when migrated; 503 in the one error shape otherwise."""
+    with request.app.state.engine.connect() as con:
+        rev = migrate.revision_of(con)
+    want = migrate.head()
+    if rev != want:
+        raise Unavailable(f"the database is at revision {rev or 'none'} and this version needs {want}: "
+                          "run perfwarden db upgrade", code="unmigrated")
+    return {"status": "ok", "version": VERSION, "database": {"revision": rev, "head": want}}
