@@ -1,9 +1,8 @@
 """Plain-text tables for `perfwarden gate` and `perfwarden noise`, from the typed results."""
 from __future__ import annotations
 
-from .format import interval, num, pct, series_label
+from .format import interval, level_pct, num, pct, series_label
 from .schemas import GateOut, NoiseOut
-from .stats.assess import level_pct
 
 
 def print_gate(r: GateOut) -> None:

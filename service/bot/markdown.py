@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..format import interval, num, pct, series_label, trace_rank
+from ..format import interval, level_pct, num, pct, series_label, trace_rank
 from ..schemas import CompareOut
-from ..stats.assess import level_pct
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
         "improvement": "🚀"}

@@ -210,7 +210,8 @@ def matrix_cells(session: Session, name: str, label: str | None,
                                        h["gpu"]) if x)
         mean = base_mean[h["series_id"]] if from_base else last["mean"]
         ref = base_mean.get(h["series_id"])
-        cv = 100.0 * (last["stdev"] or 0.0) / last["mean"] if last["mean"] else 0.0
+        cv = 100.0 * last["stdev"] / last["mean"] if last["stdev"] is not None and last["mean"] \
+            else None  # one trial: no spread to show
         cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
                       "cv_pct": cv, "run_id": last["id"], "from_baseline": from_base,
                       "change_pct": None if from_base or not ref else 100.0 * (mean / ref - 1),
