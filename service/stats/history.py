@@ -38,6 +38,9 @@ def segments(values: Sequence[float], penalty: float | None = None) -> list[tupl
     return [(s, e) for s, e in zip(starts, starts[1:] + [n])]
 
 
+CONFIRM_RUNS = 3  # the newest segment is judged once it holds this many runs
+
+
 def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
                   penalty: float | None = None) -> list[ChangePoint]:
     """Change points that add up (spec/api.md v1.2 item 6): each segment's level is compared
@@ -45,7 +48,9 @@ def change_points(values: Sequence[float], threshold_pct: float, direction: str 
     to); a segment past the threshold from it is a change point and becomes the reference. So
     a staircase of small steps is one change point once the steps add up to the threshold.
     `direction` ("higher"/"lower" is better): only changes in the worse direction count (and
-    move the reference), as alerts need; None: both directions."""
+    move the reference), as alerts need; None: both directions. The newest segment is judged
+    only once it holds CONFIRM_RUNS runs: with one run at a new level PELT's two-run minimum
+    would start the segment a run early, and a lone run may be an outlier."""
     x = np.asarray(values, dtype=float)
     segs = segments(values, penalty)
     if len(segs) < 2:
@@ -53,6 +58,8 @@ def change_points(values: Sequence[float], threshold_pct: float, direction: str 
     ref = float(np.mean(x[segs[0][0]:segs[0][1]]))
     out = []
     for start, end in segs[1:]:
+        if end == len(x) and end - start < CONFIRM_RUNS:
+            break
         level = float(np.mean(x[start:end]))
         if not ref:
             ref = level

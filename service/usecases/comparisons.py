@@ -236,7 +236,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
             spread: tuple[float, ...] = ()
             if 0 < len(b_ids) < 3 and d.role == GATE and not d.exact:
                 spread = tuple(history.recent_means(session, bench, keys[b_ids[0]][1], name,
-                                                    exclude=set(c_ids), limit=HISTORY_RUNS))
+                                                    exclude=set(c_ids) | set(b_ids),
+                                                    limit=HISTORY_RUNS))
             items.append(Comparison(
                 metric=name, unit=d.unit, direction=d.direction,
                 threshold_pct=float(sel.thresholds.get(name, d.threshold_pct)), exact=d.exact,
