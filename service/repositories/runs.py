@@ -321,6 +321,7 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
                                   **({"samples": samples.get(s.metric, [])} if with_samples else {})}
                        for s in row.stats},
            "determinism": row.determinism,
+           **({"bisect": row.bisect} if row.bisect else {}),
            "trace_summary": row.trace_summary if with_samples else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
                        "size_bytes": t.size_bytes, "format": t.format} for t in traces]}

@@ -299,8 +299,8 @@ class MetricVerdict(BaseModel):
     delta_pct: float | None
     ci_low_pct: float | None
     ci_high_pct: float | None
-    bound_pct: float | None = Field(None, description="one-sided 95% bound on the worse side "
-                                    "(the worse end of the 90% two-sided interval)")
+    bound_pct: float | None = Field(None, description="one-sided 100*(1-alpha/looks)% bound on the "
+                                    "worse side (95% at alpha 0.05 and one look)")
     p_value: float | None
     p_adjusted: float | None = None
     threshold_pct: float

@@ -315,4 +315,7 @@ def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiv
         # the runs are still stored and found by their tags
         runs = c.get("/api/v1/runs", params={"experiment": "exp-x", "limit": 100}).json()
         assert runs["count"] == 4
+        every = c.get("/api/v1/runs", params={"benchmark": "moe-decode-30", "limit": 100}).json()
+        tagged = [r for r in every["data"] if r.get("bisect")]
+        assert len(tagged) == 4 and tagged[0]["bisect"]["id"] == "bisect-1"
     app.state.engine.dispose()
