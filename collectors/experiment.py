@@ -4,7 +4,9 @@ candidate-minus-baseline difference (spec/api.md v1.1, "Experiments").
 
 Standard library only (it runs on GPU nodes). Each arm command writes run records or engine
 outputs to the path substituted for `{out}`; the runner reads them with the same readers as
-`perfwarden ingest` and tags every record with `experiment {id, arm, block}`. The decision
+`perfwarden ingest` and tags every record with `experiment {id, arm, block, looks}` (looks: the
+number of looks the experiment was planned with, `max_pairs - pairs + 1` with --until-decided,
+else 1; spec/api.md v1.2 item 4, so every later asker judges it at alpha / looks). The decision
 whether to add blocks is the caller's (`should_stop`), so the statistics stay in the service.
 """
 from __future__ import annotations
@@ -46,6 +48,11 @@ class ExperimentConfig:
     quiet: bool = False
     records: list[dict] = field(default_factory=list)
 
+    @property
+    def looks(self) -> int:
+        """The looks planned: one per block from `pairs` to `max_pairs` (--until-decided), else 1."""
+        return max(1, self.max_pairs - self.pairs + 1) if self.max_pairs else 1
+
 
 def _log(cfg: ExperimentConfig, msg: str) -> None:
     if not cfg.quiet:
@@ -79,7 +86,7 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
         _log(cfg, f"warning: {w}")
     for rec in records:
         rec.pop("idempotency_key", None)  # the tag makes it another record
-        rec["experiment"] = {"id": cfg.exp_id, "arm": arm, "block": block}
+        rec["experiment"] = {"id": cfg.exp_id, "arm": arm, "block": block, "looks": cfg.looks}
         rec["label"] = f"{cfg.label or cfg.exp_id}-{arm}"
         rec.pop("trace_files", None)
         with_key(rec)

@@ -1,4 +1,6 @@
-"""THE metric registry (spec/metrics.md, "Metric registry"): name, unit, direction, threshold.
+"""THE metric registry (spec/metrics.md, "Metric registry"): name, unit, direction, threshold,
+role (spec/api.md v1.2 item 1: `gate` metrics decide the verdict, `evidence` metrics, every
+trace-derived figure, are reported beside them and never change it).
 
 Standard library only. The collectors (record building, engine readers, the decode benchmark,
 trace summaries), the service (ingest checks, the gate, history), and the migrations' seed rows
@@ -11,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 
 HIGHER, LOWER = "higher", "lower"
+GATE, EVIDENCE = "gate", "evidence"
 UNKNOWN_THRESHOLD_PCT = 1.0  # unknown metrics: a direction is required, 1% threshold
 
 
@@ -21,11 +24,17 @@ class MetricSpec:
     direction: str  # "higher" or "lower" is better
     threshold_pct: float
     exact: bool = False  # compared exactly: any change in the worse direction is a regression
-    gated: bool = True  # judged by the gate unless asked for by name
+    role: str = GATE  # GATE decides the verdict; EVIDENCE is reported beside it
+
+    @property
+    def gated(self) -> bool:
+        return self.role == GATE
 
     def row(self) -> dict:
-        """The metric_registry table row (migrations seed these)."""
-        return {**asdict(self), "builtin": True}
+        """The metric_registry table row (migrations seed these; the table keeps `gated`)."""
+        d = asdict(self)
+        d["gated"] = d.pop("role") == GATE
+        return {**d, "builtin": True}
 
 
 _LATENCY_PREFIXES = ("ttft", "tpot", "itl", "e2el")
@@ -37,17 +46,31 @@ _FIXED = (
     MetricSpec("total_tok_s", "tok/s", HIGHER, 0.5),
     MetricSpec("req_s", "req/s", HIGHER, 0.5),
     MetricSpec("latency_s", "s", LOWER, 1.0),
-    MetricSpec("aux_gap_mean_us", "us", LOWER, 10.0),
-    MetricSpec("aux_gap_median_us", "us", LOWER, 10.0),
-    MetricSpec("aux_gap_p95_us", "us", LOWER, 10.0),
-    MetricSpec("aux_idle_per_step_us", "us", LOWER, 10.0),
     MetricSpec("kv_capacity_tokens", "tokens", HIGHER, 0.0, exact=True),
     MetricSpec("kv_max_concurrency", "x", HIGHER, 0.0, exact=True),
-    # shown beside the gaps, not gated: more overlap can be hidden work or a hazard
-    MetricSpec("aux_busy_per_step_us", "us", LOWER, 10.0, gated=False),
-    MetricSpec("aux_main_overlap_us_per_step", "us", HIGHER, 10.0, gated=False),
+    # trace-derived: evidence (one profiled run a side is common; it explains, never decides)
+    MetricSpec("aux_gap_mean_us", "us", LOWER, 10.0, role=EVIDENCE),
+    MetricSpec("aux_gap_median_us", "us", LOWER, 10.0, role=EVIDENCE),
+    MetricSpec("aux_gap_p95_us", "us", LOWER, 10.0, role=EVIDENCE),
+    MetricSpec("aux_idle_per_step_us", "us", LOWER, 10.0, role=EVIDENCE),
+    MetricSpec("aux_busy_per_step_us", "us", LOWER, 10.0, role=EVIDENCE),
+    MetricSpec("aux_main_overlap_us_per_step", "us", HIGHER, 10.0, role=EVIDENCE),
 )
 FIXED: dict[str, MetricSpec] = {m.name: m for m in _FIXED}
+
+
+_EVIDENCE = re.compile(r"^(aux_|step_gpu_time_)|overlap")
+
+
+def role_of(name: str, registered_gated: bool = True) -> str:
+    """A metric's role: the registry's, else EVIDENCE for every trace-derived name (`aux_*`,
+    `step_gpu_time_*`, overlap), else what its registry-table row says."""
+    spec = FIXED.get(name)
+    if spec is not None:
+        return spec.role
+    if _EVIDENCE.search(name):
+        return EVIDENCE
+    return GATE if registered_gated else EVIDENCE
 
 
 def lookup(name: str) -> MetricSpec | None:

@@ -141,8 +141,8 @@ def matrix(cells: list[dict], title: str = "tok/s by batch size") -> go.Figure:
             zr.append((c.get("change_pct") if relative else c["mean"]) if c else None)
             change = f"<br>{c['change_pct']:+.2f}% vs baseline" if c and c.get("change_pct") \
                 is not None else ""
-            tr.append("" if not c else f"{c['mean']:,.0f}<br>±{c['cv_pct']:.1f}%<br>{c['det']}"
-                      + change)
+            cv = "" if not c or c["cv_pct"] is None else f"±{c['cv_pct']:.1f}%"
+            tr.append("" if not c else f"{c['mean']:,.0f}<br>{cv or '±–'}<br>{c['det']}" + change)
         z.append(zr)
         text.append(tr)
     if relative:

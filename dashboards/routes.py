@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
 from service.errors import DomainError, Invalid
-from service.format import interval, num, pct, series_label, series_short, trace_rank
+from service.format import interval, level_pct, num, pct, series_label, series_short, trace_rank
 from service.schemas import GateIn, parse_run_ids, parse_vary
 from service.usecases import alerts, attribution, experiments, history, overview, runs, verdicts
 
@@ -164,7 +164,7 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
              for d in cmp.distributions if d.baseline and d.metric != "kv_capacity_tokens"]
     rows = [(m, series_label(m.series)) for m in cmp.metrics]
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
-                 dists=dists, rows=rows)
+                 dists=dists, rows=rows, level=level_pct(cmp.alpha / cmp.looks))
 
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)
@@ -175,8 +175,9 @@ def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_lengt
     order = " ".join("".join("A" if a == "baseline" else "B" for a in b["order"])
                      for b in exp["blocks"])
     rows = [(m, series_label(m.series)) for m in exp["verdict"].metrics]
+    g = exp["verdict"]
     return _page(request, "experiment.html", title=f"experiment {exp_id} · perfwarden", exp=exp,
-                 figure=_fig(fig), rows=rows, order=order)
+                 figure=_fig(fig), rows=rows, order=order, level=level_pct(g.alpha / g.looks))
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -344,15 +344,15 @@ class _LocalJudge:
         self.sessions = session_factory(self.engine)
 
     def __call__(self, records: list[dict], exp_id: str, body: dict):
+        from .config import Settings
         from .db import transaction
-        from .schemas import RunIn
-        from .usecases.experiments import judge_experiment
+        from .schemas import GateIn, RunIn
         from .usecases.ingest import store_runs
+        from .usecases.verdicts import gate
 
         store_runs(self.sessions, [RunIn.model_validate(r) for r in records])
-        with transaction(self.sessions) as session:
-            return judge_experiment(session, exp_id, body.get("metrics"), body.get("thresholds"),
-                                    body.get("vary"), 0.05, body.get("max_looks", 1))
+        with transaction(self.sessions) as session:  # the server's alpha, the stored looks
+            return gate(session, GateIn.model_validate(body), Settings().gate_alpha)
 
 
 def cmd_experiment(args) -> int:

@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .stats.assess import level_pct as level_pct  # the printed level of alpha, one source
+
 # config keys in the order people read them; other keys follow, sorted
 KEY_ORDER = ("batch_size", "tp", "dcp", "pp", "ep", "mtp", "shared_experts", "cuda_graphs",
              "concurrency", "request_rate", "input_len", "output_len", "dtype", "act_bits")

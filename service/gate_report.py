@@ -1,17 +1,19 @@
 """Plain-text tables for `perfwarden gate` and `perfwarden noise`, from the typed results."""
 from __future__ import annotations
 
-from .format import interval, num, pct, series_label
+from .format import interval, level_pct, num, pct, series_label
 from .schemas import GateOut, NoiseOut
 
 
 def print_gate(r: GateOut) -> None:
     vary = f"; varied: {', '.join(r.vary)}" if r.vary else ""
+    level = r.alpha / r.looks
     print(f"verdict: {r.verdict.upper()}  ({r.benchmark}: runs {r.candidate_run_ids} vs "
-          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary})")
+          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary}; alpha "
+          f"{r.alpha:g}" + (f" over {r.looks} looks" if r.looks > 1 else "") + ")")
     # the series label is never cut: it gets its own line above each metric row
-    print(f"\n  {'metric':<22} {'base mean':>12} {'cand mean':>12} {'change':>9} {'95% CI':>17} "
-          f"{'bound':>8} {'thr':>6}  verdict")
+    print(f"\n  {'metric':<22} {'base mean':>12} {'cand mean':>12} {'change':>9} "
+          f"{level_pct(level) + ' CI':>17} {'bound':>8} {'thr':>6}  verdict")
     last = None
     for m in r.metrics:
         label = series_label(m.series)
@@ -20,11 +22,15 @@ def print_gate(r: GateOut) -> None:
             last = label
         ci = "-" if m.method == "exact" else interval(m.ci_low_pct, m.ci_high_pct)
         bound = "-" if m.method == "exact" else pct(m.bound_pct)
-        print(f"  {m.name:<22} {num(m.baseline.mean):>12} {num(m.candidate.mean):>12} "
+        name = m.name if m.role == "gate" else f"{m.name} (evidence)"
+        print(f"  {name:<22} {num(m.baseline.mean):>12} {num(m.candidate.mean):>12} "
               f"{pct(m.delta_pct):>9} {ci:>17} {bound:>8} {m.threshold_pct:>5g}%  {m.verdict}")
     for m in r.metrics:
-        if m.verdict != "pass":
+        if m.verdict != "pass" and m.role == "gate":
             print(f"  - {m.name} [{series_label(m.series)}]: {m.reason}")
+        if m.spread_from == "history":
+            print(f"  - {m.name} [{series_label(m.series)}]: run-to-run spread from the series' "
+                  f"history ({m.spread_runs} runs)")
 
 
 def print_noise(r: NoiseOut) -> None:

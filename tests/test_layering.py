@@ -68,3 +68,53 @@ def test_errors_carry_no_http():
     text = (ROOT / "service" / "errors.py").read_text()
     assert "status" not in text and "fastapi" not in text and "starlette" not in text
     assert "40" not in text and "42" not in text  # no status numbers
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder in ("service", "dashboards", "collectors"):
+        for p in files(folder):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def test_no_private_name_crosses_a_module():
+    """`from x import _y` and `x._y` between modules are shortcuts past a module's surface."""
+    mods = _modules()
+    bad = []
+    for name, p in mods.items():
+        tree = ast.parse(p.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                bad += [f"{name} imports {a.name}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                imported = {n for n in imports(p) if n.split(".")[-1] == node.value.id}
+                if any(m in mods for m in imported):
+                    bad.append(f"{name} reads {node.value.id}.{node.attr}")
+    assert bad == []
+
+
+def test_use_cases_import_no_cycle_and_comparisons_is_the_one_matcher():
+    """No cycle among the use cases (lazy imports included), and only comparisons.py builds
+    stats Comparisons (matches series, picks metrics)."""
+    mods = {n: p for n, p in _modules().items() if n.startswith("service.usecases.")}
+    graph = {n: {m for m in imports(p) if m in mods and m != n} for n, p in mods.items()}
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        return seen
+    assert [n for n in graph if n in reach(n)] == []
+    builders = [n for n, p in _modules().items()
+                if "Comparison(" in p.read_text() and not n.startswith("service.stats")]
+    assert builders == ["service.usecases.comparisons"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..format import interval, num, pct, series_label, trace_rank
+from ..format import interval, level_pct, num, pct, series_label, trace_rank
 from ..schemas import CompareOut
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
@@ -17,6 +17,7 @@ def marker(benchmark: str, baseline: str) -> str:
 
 def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None) -> str:
     b, base = cmp.benchmark, cmp.baseline
+    level = level_pct(cmp.alpha / cmp.looks)
     lines = [marker(b, base),
              f"## {ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — `{b}` vs "
              f"baseline `{base}`", ""]
@@ -33,13 +34,14 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
             f"`{m.name}` {pct(m.delta_pct, NA)} ({series_label(m.series)})" for m in regress))
         lines.append("")
     lines += ["| metric | series | baseline mean | candidate mean | n (runs) base / cand | "
-              "change (95% CI) | worse-side bound | threshold | verdict |",
+              f"change ({level} CI) | worse-side bound | threshold | verdict |",
               "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for m in cmp.metrics:
         exact = m.method == "exact"
         ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
+        role = "" if m.role == "gate" else " (evidence)"
         lines.append(
-            f"| `{m.name}` | {series_label(m.series)} | {num(m.baseline.mean, missing=NA)} | "
+            f"| `{m.name}`{role} | {series_label(m.series)} | {num(m.baseline.mean, missing=NA)} | "
             f"{num(m.candidate.mean, missing=NA)} | {m.baseline.n} ({m.baseline.runs}) / "
             f"{m.candidate.n} ({m.candidate.runs}) | {pct(m.delta_pct, NA)}{ci} | "
             f"{NA if exact else pct(m.bound_pct, NA)} | {m.threshold_pct:g}% | "
@@ -94,7 +96,7 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
             lines += ["", "**Traces:** " + ", ".join(links[:12])]
     lines.append("")
     for m in cmp.metrics:
-        if m.verdict != "pass":
+        if m.verdict != "pass" and m.role == "gate":
             lines.append(f"- `{m.name}` ({series_label(m.series)}): {m.reason}")
     c = cmp.candidate_runs[0] if cmp.candidate_runs else None
     hw = c.hardware if c else {}
@@ -102,8 +104,9 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
                   f" (commit `{(c.commit if c else None) or '?'}`) against baseline `{base}` "
                   f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; hardware "
                   f"{hw.get('gpu_count', '?')}x {hw.get('gpu', '?')}; {cmp.correction}, "
-                  f"alpha {cmp.alpha}. `pass` means the one-sided 95% bound rules out a "
-                  "regression of the threshold's size."]
+                  f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
+                  f". `pass` means the one-sided {level} bound rules out a regression of the "
+                  "threshold's size; metrics marked (evidence) explain and never decide."]
     if dashboard_url and cmp.baseline.startswith("experiment:"):
         lines.append(f"[Open the experiment in the dashboard]({dashboard_url.rstrip('/')}/experiments/"
                      f"{cmp.baseline.split(':', 1)[1]})")

@@ -76,6 +76,9 @@ class Run(Base):
     experiment_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     experiment_arm: Mapped[str | None] = mapped_column(String(16))
     experiment_block: Mapped[int | None] = mapped_column(Integer)
+    experiment_looks: Mapped[int | None] = mapped_column(Integer)  # planned looks (v1.2 item 4)
+    # a run posted during `perfwarden bisect` ({id, commit}): never part of history (item 5)
+    bisect: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
 
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")
     stats: Mapped[list[RunMetric]] = relationship(back_populates="run", lazy="selectin",

@@ -238,7 +238,9 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
             determinism=run.determinism, trace_summary=run.trace_summary, extra=run.extras(),
             experiment_id=run.experiment.id if run.experiment else None,
             experiment_arm=run.experiment.arm if run.experiment else None,
-            experiment_block=run.experiment.block if run.experiment else None))
+            experiment_block=run.experiment.block if run.experiment else None,
+            experiment_looks=run.experiment.looks if run.experiment else None,
+            bisect=run.bisect.model_dump(exclude_none=True) if run.bisect else None))
     if len(rows) == 1:
         ids = [session.execute(RUNS.insert().values(**rows[0]).returning(RUNS.c.id)).scalar_one()]
     else:
@@ -319,6 +321,7 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
                                   **({"samples": samples.get(s.metric, [])} if with_samples else {})}
                        for s in row.stats},
            "determinism": row.determinism,
+           **({"bisect": row.bisect} if row.bisect else {}),
            "trace_summary": row.trace_summary if with_samples else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
                        "size_bytes": t.size_bytes, "format": t.format} for t in traces]}
@@ -332,15 +335,17 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
                 pr: int | None = None, experiment: str | None = None):
     """The run filters the API, the dashboard and the history share (None or empty: no filter).
 
-    `history_branch` selects one branch's history: runs of that branch that belong to no pull
-    request (runs that name no branch count as the default branch's, as collectors without git
-    metadata write them)."""
+    `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
+    runs of that branch (runs that name no branch count as the default branch's, as collectors
+    without git metadata write them), never runs of a pull request, never experiment arms, never
+    bisect runs. `in_history` is the same rule for a run at hand."""
     if label:
         q = q.where(Run.label == label)
     if branch:
         q = q.where(Run.branch == branch)
     if history_branch:
-        q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)))
+        q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)),
+                    Run.experiment_id.is_(None), Run.bisect.is_(None))
     if commit:
         q = q.where(Run.commit.startswith(commit, autoescape=True))
     if run_ids is not None:
@@ -358,6 +363,12 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
     if until is not None:
         q = q.where(Run.started_at <= until)
     return q
+
+
+def in_history(run: Run, history_branch: str) -> bool:
+    """The history rule of filter_runs() for one run already loaded."""
+    return (run.pr is None and run.branch in (None, history_branch)
+            and run.experiment_id is None and run.bisect is None)
 
 
 def list_runs(session: Session, benchmark_name: str | None = None, label: str | None = None,
@@ -516,7 +527,7 @@ def experiment_runs(session: Session, exp_id: str) -> list:
     """The runs of an experiment: id, benchmark, series, body hash, arm, block, start."""
     return list(session.execute(
         select(Run.id, Run.benchmark_id, Run.series_id, Run.body_sha256, Run.experiment_arm,
-               Run.experiment_block, Run.started_at, Run.label)
+               Run.experiment_block, Run.experiment_looks, Run.started_at, Run.label)
         .where(Run.experiment_id == exp_id).order_by(Run.experiment_block, Run.started_at, Run.id)))
 
 

@@ -54,6 +54,16 @@ class ExperimentTag(BaseModel):
     id: Name
     arm: Literal["baseline", "candidate"]
     block: Annotated[StrictInt, Field(ge=0, le=100_000)]
+    # the looks it was planned with (v1.2 item 4): max_pairs - pairs + 1 for --until-decided
+    looks: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
+
+
+class BisectTag(BaseModel):
+    """Marks a run as posted during `perfwarden bisect`: it never enters history (v1.2 item 8)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: Name
+    commit: OptName = None
 
 
 # fields kept with the run as written (run.extra), beside the columns
@@ -79,6 +89,7 @@ class RunIn(BaseModel):
     trace_summary: dict[str, Any] | None = None
     idempotency_key: OptName = None
     experiment: ExperimentTag | None = None
+    bisect: BisectTag | None = None
     trials: Annotated[list[dict[str, Any]], Field(max_length=100_000)] | None = None
     kv_cache: dict[str, Any] | None = None
     plant: dict[str, Any] | None = None
@@ -288,14 +299,19 @@ class MetricVerdict(BaseModel):
     delta_pct: float | None
     ci_low_pct: float | None
     ci_high_pct: float | None
-    bound_pct: float | None = Field(None, description="one-sided 95% bound on the worse side "
-                                    "(the worse end of the 90% two-sided interval)")
+    bound_pct: float | None = Field(None, description="one-sided 100*(1-alpha/looks)% bound on the "
+                                    "worse side (95% at alpha 0.05 and one look)")
     p_value: float | None
     p_adjusted: float | None = None
     threshold_pct: float
     verdict: Literal["pass", "regression", "improvement", "inconclusive"]
     reason: str
     method: str = ""
+    role: Literal["gate", "evidence"] = Field("gate", description="gate metrics decide the "
+                                              "overall verdict; evidence metrics never do")
+    spread_from: str | None = Field(None, description="where the run-to-run spread came from: "
+                                    "baseline, history or blocks")
+    spread_runs: int | None = None
 
 
 class GateOut(BaseModel):
@@ -306,6 +322,7 @@ class GateOut(BaseModel):
     candidate_run_ids: list[int]
     correction: str
     alpha: float
+    looks: int = 1  # each look is judged at alpha / looks (a sequential experiment)
     vary: list[str] = []
     metrics: list[MetricVerdict]
 

@@ -1,18 +1,21 @@
 """One metric of one series: baseline runs against candidate runs. Pure: numpy/scipy in,
 dataclasses out.
 
-One estimator for everything reported (spec/api.md v1.1, "Gate"): the relative difference of the
-means of run means, `delta_pct = 100 * (mean(candidate run means) - mean(baseline run means)) /
-mean(baseline run means)`. Its 95% interval, its one-sided 95% bound on the worse side and its
-p-value all come from the same t statistic, so the interval excludes 0 exactly when p < 0.05.
+One estimator for everything reported (spec/api.md v1.2, "Gate" and item 3): the relative
+difference of the means of run means, `delta_pct = 100 * (mean(candidate run means) -
+mean(baseline run means)) / mean(baseline run means)`. For a metric with positive values its
+interval, its one-sided bound on the worse side and its p-value come from one t statistic on the
+log of the run means, transformed back, so an interval never reaches -100%. The interval is at
+1 - alpha (two-sided), the bound at 1 - alpha one-sided: the printed level follows alpha.
 
-Runs are the unit, with trials nested in them:
-- baseline with >= 3 runs: the spread of baseline run means is the run-to-run noise, floored by
-  the within-run noise of a run mean (so three lucky runs cannot make the gate overconfident).
-  One candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's
-  t on run means (Welch-Satterthwaite df).
-- baseline with 1-2 runs: the run-to-run spread is unknown; Welch's t on the trials gives the
-  interval, said in `method`, and such a comparison can never `pass` (decide()).
+Runs are the unit, with trials nested in them; trials are never the unit (item 2):
+- the run-to-run spread comes from the baseline's runs when it has >= 3, floored by the
+  within-run noise of a run mean (so three lucky runs cannot make the gate overconfident);
+  one candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t
+  on run means (Welch-Satterthwaite df);
+- else from the series' history (run means of >= MIN_HISTORY runs, given by the caller): that
+  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`;
+- else no test: inconclusive, asking for the baseline runs that are missing.
 - fewer than 3 samples on a side: no test.
 - exact metrics (KV-cache capacity): compared exactly, no statistics.
 """
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+MIN_BASELINE_RUNS = 3  # runs of a baseline that give the run-to-run spread by themselves
+MIN_HISTORY = 5  # history runs that may stand in for them
 MAX_MORE_RUNS = 50  # what `inconclusive` may ask for; past it, say what bound would be reached
 
 
@@ -47,7 +52,7 @@ class Assessment:
     delta_pct: float | None
     ci_low_pct: float | None
     ci_high_pct: float | None
-    bound_pct: float | None  # one-sided 95% bound on the worse side (worse end of the 90% CI)
+    bound_pct: float | None  # one-sided 1-alpha bound on the worse side (worse end of the 1-2alpha CI)
     p_value: float | None  # two-sided, unadjusted, H0: no difference
     method: str
     higher_is_better: bool
@@ -59,7 +64,9 @@ class Assessment:
     m_runs: int = 0
     sd_base_pct: float | None = None  # run-to-run sd used for the baseline, percent of its mean
     sd_cand_pct: float | None = None
-    runs_known: bool = True  # False when the run-to-run spread is unknown (1-2 baseline runs)
+    runs_known: bool = True  # False when the run-to-run spread is unknown
+    spread_from: str | None = None  # "baseline" or "history": where the run-to-run spread came from
+    spread_runs: int | None = None  # how many runs it came from
 
     @property
     def worse(self) -> bool | None:
@@ -107,9 +114,44 @@ def _welch_df(vb: float, vc: float, nb: int, nc: int) -> float:
     return (vb + vc) ** 2 / denom
 
 
+def level_pct(alpha: float) -> str:
+    """The printed confidence level of a two-sided interval at `alpha` ("95%" at 0.05)."""
+    return f"{100 * (1 - alpha):.4g}%"
+
+
+def _to_scale(means: np.ndarray, center: float, log: bool) -> np.ndarray:
+    return np.log(means) if log else means / center
+
+
+def _back(x: float, log: bool) -> float:
+    """A difference on the analysis scale as a percent change of the baseline mean."""
+    return 100.0 * math.expm1(x) if log else 100.0 * x
+
+
+def _within_floor(runs: Sequence[Sequence[float]], center: float, log: bool) -> float:
+    """The trial noise of one run mean on the analysis scale (runs of one trial say nothing)."""
+    within = [np.var(r, ddof=1) / len(r) / (float(np.mean(r)) ** 2 if log else center ** 2)
+              for r in runs if len(r) > 1 and (not log or np.mean(r) > 0)]
+    return math.sqrt(float(np.mean(within))) if within else 0.0
+
+
+def no_spread_note(k: int, history_runs: int) -> str:
+    """Why a comparison has no run-to-run spread (spec/api.md v1.2 item 2)."""
+    runs = f"{k} run{'s' if k != 1 else ''}"
+    plural = "s" if history_runs != 1 else ""
+    hist = "no history" if history_runs == 0 else \
+        f"only {history_runs} history run{plural} (at least {MIN_HISTORY} are needed)"
+    more = MIN_BASELINE_RUNS - k
+    return f"the baseline has {runs} and the series {hist}: collect {more} more baseline run" \
+           f"{'s' if more != 1 else ''}"
+
+
 def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], direction: str,
-           exact: bool = False) -> Assessment:
-    """Baseline runs vs candidate runs (each run a list of its trials) for one metric."""
+           exact: bool = False, alpha: float = 0.05, history: Sequence[float] = ()
+           ) -> Assessment:
+    """Baseline runs vs candidate runs (each run a list of its trials) for one metric;
+    `history`: run means of the series' history, the spread used when the baseline has fewer
+    than MIN_BASELINE_RUNS runs."""
     b, c = side(base), side(cand)
     higher = direction == "higher"
     k, m = len(base), len(cand)
@@ -119,56 +161,59 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
         short = [f"{name} has {s.n}" for name, s in (("baseline", b), ("candidate", c)) if s.n < 3]
         return Assessment(b, c, None, None, None, None, None, "none", higher,
                           f"fewer than three samples on a side ({', '.join(short)}); collect at "
-                          f"least {3 - min(b.n, c.n)} more trial(s)", k_runs=k, m_runs=m)
+                          f"least {3 - min(b.n, c.n)} more trial(s)", k_runs=k, m_runs=m,
+                          runs_known=False)
     assert b.mean is not None and c.mean is not None
     if b.mean == 0:
         return Assessment(b, c, None, None, None, None, None, "none", higher,
-                          "the baseline mean is zero", k_runs=k, m_runs=m)
+                          "the baseline mean is zero", k_runs=k, m_runs=m, runs_known=False)
     center = abs(b.mean)
-    diff = c.mean - b.mean
+    delta = 100.0 * (c.mean - b.mean) / center
     bmeans = np.array([np.mean(r) for r in base], dtype=float)
     cmeans = np.array([np.mean(r) for r in cand], dtype=float)
-    runs_known = k >= 3
-    sd_b = sd_c = None
-    if runs_known:
-        # the noise of one run mean: run-to-run spread, floored by the trial noise of a run mean
-        within = [np.var(r, ddof=1) / len(r) for r in list(base) + list(cand) if len(r) > 1]
-        floor = math.sqrt(float(np.mean(within))) if within else 0.0
-        sd_b = max(float(bmeans.std(ddof=1)), floor)
+    hist = np.asarray(list(history), dtype=float)
+    log = bool((bmeans > 0).all() and (cmeans > 0).all() and (hist > 0).all())
+    yb, yc = _to_scale(bmeans, center, log), _to_scale(cmeans, center, log)
+    floor = _within_floor(list(base) + list(cand), center, log)
+    scale = "log run means" if log else "run means"
+    if k >= MIN_BASELINE_RUNS:
+        spread_from, spread_runs = "baseline", k
+        sd_b = max(float(yb.std(ddof=1)), floor)
         if m == 1:
             sd_c = sd_b
             se = sd_b * math.sqrt(1 + 1 / k)
             df = float(k - 1)
-            method = f"prediction interval from {k} baseline runs (t, {k - 1} df)"
+            method = f"prediction interval from {k} baseline runs (t on {scale}, {k - 1} df)"
         else:
-            sd_c = max(float(cmeans.std(ddof=1)), floor)
+            sd_c = max(float(yc.std(ddof=1)), floor)
             vb, vc = sd_b ** 2 / k, sd_c ** 2 / m
             se = math.sqrt(vb + vc)
             df = _welch_df(vb, vc, k, m)
-            method = f"Welch t-test on run means ({k} vs {m} runs)"
+            method = f"Welch t-test on {scale} ({k} vs {m} runs)"
+    elif hist.size >= MIN_HISTORY:
+        spread_from, spread_runs = "history", int(hist.size)
+        sd_b = sd_c = max(float(_to_scale(hist, center, log).std(ddof=1)), floor)
+        se = sd_b * math.sqrt(1 / k + 1 / m)
+        df = float(hist.size - 1)
+        method = (f"t on {scale} ({k} vs {m} runs), run-to-run spread from {hist.size} runs of "
+                  f"the series' history ({hist.size - 1} df)")
     else:
-        ba = np.array([v for r in base for v in r], dtype=float)
-        ca = np.array([v for r in cand for v in r], dtype=float)
-        vb, vc = ba.var(ddof=1) / ba.size, ca.var(ddof=1) / ca.size
-        se = math.sqrt(vb + vc)
-        df = _welch_df(vb, vc, ba.size, ca.size)
-        method = (f"Welch t-test on trials (baseline has {k} run{'s' if k > 1 else ''}: "
-                  "run-to-run spread unknown)")
-    delta = 100.0 * diff / center
-    se_pct = 100.0 * se / center
+        return Assessment(b, c, delta, None, None, None, None, "none", higher,
+                          no_spread_note(k, int(hist.size)), k_runs=k, m_runs=m,
+                          runs_known=False)
+    d = float(yc.mean() - yb.mean())
     if se == 0:
-        p = 0.0 if diff != 0 else 1.0
-        half95 = half90 = 0.0
+        p = 0.0 if d != 0 else 1.0
+        half2 = half1 = 0.0
     else:
-        p = float(2 * stats.t.sf(abs(diff) / se, df))
-        half95 = float(stats.t.ppf(0.975, df)) * se_pct
-        half90 = float(stats.t.ppf(0.95, df)) * se_pct
-    bound = delta - half90 if higher else delta + half90
-    return Assessment(b, c, delta, delta - half95, delta + half95, bound, p, method, higher,
-                      se_pct=se_pct, df=df, k_runs=k, m_runs=m,
-                      sd_base_pct=100.0 * sd_b / center if sd_b is not None else None,
-                      sd_cand_pct=100.0 * sd_c / center if sd_c is not None else None,
-                      runs_known=runs_known)
+        p = float(2 * stats.t.sf(abs(d) / se, df))
+        half2 = float(stats.t.ppf(1 - alpha / 2, df)) * se
+        half1 = float(stats.t.ppf(1 - alpha, df)) * se
+    bound = _back(d - half1, log) if higher else _back(d + half1, log)
+    return Assessment(b, c, delta, _back(d - half2, log), _back(d + half2, log), bound, p,
+                      method, higher, se_pct=100.0 * se, df=df, k_runs=k, m_runs=m,
+                      sd_base_pct=100.0 * sd_b, sd_cand_pct=100.0 * sd_c, runs_known=True,
+                      spread_from=spread_from, spread_runs=spread_runs)
 
 
 def _se_after(a: Assessment, more: int) -> float:
@@ -199,36 +244,37 @@ def runs_to_settle(a: Assessment, threshold_pct: float, alpha: float = 0.05) -> 
         if z95 * _se_after(a, more) <= abs(a.delta_pct):
             return f"about {more} more run(s) per side would make a {a.delta_pct:+.2f}% change " \
                    "significant"
-    return (f"even {MAX_MORE_RUNS} more runs per side would leave a 95% half-width of "
+    return (f"even {MAX_MORE_RUNS} more runs per side would leave a {level_pct(alpha)} half-width of "
             f"{z95 * _se_after(a, MAX_MORE_RUNS):.2f}%: reduce the run-to-run noise")
 
 
 def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
            alpha: float = 0.05) -> tuple[str, str]:
     """(verdict, reason), in the order of spec/api.md: regression, improvement, pass
-    (non-inferiority: the worse-side bound within the threshold), inconclusive."""
+    (non-inferiority: the worse-side bound within the threshold), inconclusive. `alpha` is the
+    level in use (alpha / looks for a sequential experiment): the test and the bound move
+    together, and the printed levels say it."""
     if a.exact_verdict:
         return a.exact_verdict, a.note
     if a.delta_pct is None or a.p_value is None or a.bound_pct is None:
         return "inconclusive", a.note
-    change = f"{a.delta_pct:+.2f}% (95% CI {a.ci_low_pct:+.2f}% to {a.ci_high_pct:+.2f}%)"
+    two = one = level_pct(alpha)
+    change = f"{a.delta_pct:+.2f}% ({two} CI {a.ci_low_pct:+.2f}% to {a.ci_high_pct:+.2f}%)"
     beyond = abs(a.delta_pct) > threshold_pct
     significant = p_adjusted is not None and p_adjusted < alpha
     if beyond and significant:
         kind = "regression" if a.worse else "improvement"
         return kind, (f"{change} is past the {threshold_pct:g}% threshold and significant "
-                      f"(adjusted p={p_adjusted:.2g})")
+                      f"(adjusted p={p_adjusted:.2g}, alpha {alpha:.4g})")
     within_bound = a.bound_pct >= -threshold_pct if a.higher_is_better else a.bound_pct <= threshold_pct
     if within_bound and a.runs_known:
-        return "pass", (f"{change}; the one-sided 95% bound {a.bound_pct:+.2f}% rules out a "
+        return "pass", (f"{change}; the one-sided {one} bound {a.bound_pct:+.2f}% rules out a "
                         f"regression of {threshold_pct:g}%")
     settle = runs_to_settle(a, threshold_pct, alpha)
-    if not a.runs_known:
-        why = "the baseline's run-to-run spread is unknown (fewer than 3 runs)"
-    elif beyond:
+    if beyond:
         why = (f"past the {threshold_pct:g}% threshold but not significant "
                f"(adjusted p={p_adjusted:.2g})" if p_adjusted is not None else "not tested")
     else:
-        why = (f"the one-sided 95% bound {a.bound_pct:+.2f}% does not rule out a regression of "
+        why = (f"the one-sided {one} bound {a.bound_pct:+.2f}% does not rule out a regression of "
                f"{threshold_pct:g}%")
     return "inconclusive", f"{change}: {why}; {settle}"

@@ -5,9 +5,13 @@ CUDA graphs, ...) and one outcome per run. Pure: rows in, dataclasses out.
   (statsmodels OLS, type II sums of squares): per key its F-test p-value and the share of the
   variation it explains;
 - trial spread: each run's trial CV, the same ANOVA;
-- determinism: each run's share of bitwise-identical repeats, the same ANOVA for the shares, and
-  per key an exact test of identical vs not-identical repeats across its levels (scipy: Fisher's
-  exact test for two levels, a chi-square test of independence for more).
+- determinism: each run's share of bitwise-identical repeats, the same ANOVA for the shares (runs
+  are the unit: repeats of one run are clustered, so pooling them across runs would overstate the
+  evidence). The share counts the repeats that match the first (reference) repeat among the
+  others: the reference is never counted as a match of itself, so a run of n repeats that all
+  differ has share 0, not 1/n. A run of fewer than 2 repeats has no share.
+- a single-trial run has no trial spread: its CV is missing (None) and it drops out of the
+  spread model, never entering it as 0.
 """
 from __future__ import annotations
 
@@ -17,10 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
-from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
 
@@ -103,7 +105,7 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
     elif outcome == "spread":
         ys = [r.cv_pct for r in rows]
     else:
-        ys = [(r.identical or 0) / r.repeats if r.repeats else None for r in rows]
+        ys = [identical_share(r) for r in rows]
     frame = _frame(rows, keys, ys)
     shares = _anova(frame, "y", keys)
     out = []
@@ -116,28 +118,18 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
         else:
             effect = max(values.values()) - min(values.values())
         p: float | None = shares[k][1]
-        if outcome == "determinism":
-            p = _exact_test(rows, k)
         name = "/".join([k] + confounded_with(rows, k))
         out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
                           None if p is None or math.isnan(p) else float(p), shares[k][0], values))
     return sorted(out, key=lambda f: -f.explains)
 
 
-def _exact_test(rows: Sequence[RunFacts], key: str) -> float | None:
-    """Identical vs not-identical repeats across the key's levels."""
-    table: dict[str, list[int]] = {}
-    for r in rows:
-        if r.repeats:
-            cell = table.setdefault(repr(r.config.get(key)), [0, 0])
-            cell[0] += r.identical or 0
-            cell[1] += r.repeats - (r.identical or 0)
-    counts = np.array(list(table.values()))
-    if counts.shape[0] < 2 or (counts.sum(axis=0) == 0).any():
-        return 1.0 if counts.shape[0] >= 2 else None
-    if counts.shape[0] == 2:
-        return float(stats.fisher_exact(counts).pvalue)
-    return float(stats.chi2_contingency(counts).pvalue)
+def identical_share(r: RunFacts) -> float | None:
+    """The share of a run's repeats, the reference (first) repeat left out, whose digest equals
+    the reference's."""
+    if not r.repeats or r.repeats < 2 or r.identical is None:
+        return None
+    return max(0, r.identical - 1) / (r.repeats - 1)
 
 
 def finding(outcome: str, factors: Sequence[Factor], metric: str = "tok_s",

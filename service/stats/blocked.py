@@ -1,9 +1,11 @@
 """An interleaved experiment, judged block by block. Pure: numbers in, an Assessment out.
 
 Each block holds one baseline and one candidate run made back to back on one host; its
-difference `100 * (candidate run mean - baseline run mean) / baseline mean` carries the change
-under test, while drift of the machine (clocks, temperature, neighbours) cancels within the
-block. The blocks' differences are tested with a one-sample t (scipy), and the verdict follows
+difference carries the change under test, while drift of the machine (clocks, temperature,
+neighbours) cancels within the block. For positive values the difference is the log of the
+ratio of the run means (spec/api.md v1.2 item 3), transformed back to percent, so an interval
+never reaches -100%; else the difference relative to the baseline mean. The blocks' differences
+are tested with a one-sample t (scipy), and the verdict follows
 the gate's rules (service/stats/assess.decide): regression/improvement when past the threshold
 and significant, pass when the one-sided bound rules out a regression of the threshold's size.
 
@@ -45,24 +47,30 @@ def assess_blocks(blocks: Sequence[tuple[Sequence[float], Sequence[float]]], dir
     if center == 0:
         return Assessment(b_side, c_side, None, None, None, None, None, method, higher,
                           "the baseline mean is zero", k_runs=k, m_runs=k, runs_known=False)
-    d = 100.0 * (c_means - b_means) / abs(center)
-    delta = float(d.mean())
+    log = bool((b_means > 0).all() and (c_means > 0).all())
+    d = np.log(c_means / b_means) if log else (c_means - b_means) / abs(center)
+
+    def back(x: float) -> float:
+        return 100.0 * math.expm1(x) if log else 100.0 * x
+
+    mean_d = float(d.mean())
     sd = float(d.std(ddof=1))
     se = sd / math.sqrt(k)
     df = k - 1
     if se == 0:
-        p = 0.0 if delta != 0 else 1.0
+        p = 0.0 if mean_d != 0 else 1.0
         half2 = half1 = 0.0
     else:
-        p = float(2 * stats.t.sf(abs(delta) / se, df))
+        p = float(2 * stats.t.sf(abs(mean_d) / se, df))
         half2 = float(stats.t.ppf(1 - alpha / 2, df)) * se
         half1 = float(stats.t.ppf(1 - alpha, df)) * se
-    bound = delta - half1 if higher else delta + half1
+    bound = back(mean_d - half1) if higher else back(mean_d + half1)
     # runs_to_settle() plans with per-side spreads: a block's difference spread, split evenly
-    sd_side = sd / math.sqrt(2)
-    return Assessment(b_side, c_side, delta, delta - half2, delta + half2, bound, p, method,
-                      higher, se_pct=se, df=df, k_runs=k, m_runs=k, sd_base_pct=sd_side,
-                      sd_cand_pct=sd_side, runs_known=True)
+    sd_side = 100.0 * sd / math.sqrt(2)
+    return Assessment(b_side, c_side, back(mean_d), back(mean_d - half2), back(mean_d + half2),
+                      bound, p, method + (" (log ratios)" if log else ""), higher,
+                      se_pct=100.0 * se, df=df, k_runs=k, m_runs=k, sd_base_pct=sd_side,
+                      sd_cand_pct=sd_side, runs_known=True, spread_from="blocks", spread_runs=k)
 
 
 def look_alpha(alpha: float, max_looks: int) -> float:

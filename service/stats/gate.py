@@ -8,7 +8,7 @@ from typing import Any
 
 from scipy.stats import false_discovery_control
 
-from .assess import Assessment, Side, assess, decide, side
+from .assess import MIN_BASELINE_RUNS, Assessment, Side, assess, decide, side
 
 CORRECTION = "benjamini-hochberg"
 
@@ -29,6 +29,8 @@ class Comparison:
     no_baseline_reason: str | None = None  # set when the baseline side is empty
     baseline_ids: tuple[int, ...] = ()  # the runs behind `baseline` and `candidate`, in order
     candidate_ids: tuple[int, ...] = ()
+    role: str = "gate"  # "gate" decides the overall verdict; "evidence" is reported beside it
+    history: tuple[float, ...] = ()  # run means of the series' history (the spread of item 2)
 
 
 @dataclass(frozen=True)
@@ -63,22 +65,41 @@ def overall(verdicts: Sequence[str]) -> str:
     return "pass"
 
 
+def _evidence(c: Comparison, alpha: float) -> Assessment:
+    """An evidence metric: its change always; an interval only when each side has >= 3 runs
+    (spec/api.md v1.2 item 1)."""
+    a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha)
+    if c.exact or (len(c.baseline) >= MIN_BASELINE_RUNS and len(c.candidate) >= MIN_BASELINE_RUNS):
+        return a
+    b, cs = side(c.baseline), side(c.candidate)
+    delta = 100.0 * (cs.mean - b.mean) / abs(b.mean) if b.mean and cs.mean is not None else None
+    return Assessment(b, cs, delta, None, None, None, None, "evidence", c.direction == "higher",
+                      f"evidence ({len(c.baseline)} vs {len(c.candidate)} runs): the change "
+                      "only; an interval needs 3 runs a side", k_runs=len(c.baseline),
+                      m_runs=len(c.candidate), runs_known=False)
+
+
 def judge(comparisons: Sequence[Comparison], alpha: float = 0.05,
           assessor: Callable[[Comparison], Assessment] | None = None) -> Judgement:
     """Every comparison assessed (runs against runs, or `assessor`, e.g. interleaved blocks),
-    p-values corrected together (Benjamini-Hochberg), verdicts decided at `alpha`."""
+    the gating metrics' p-values corrected together (Benjamini-Hochberg), verdicts decided at
+    `alpha` (the level in use). Evidence metrics get their own unadjusted verdict and never
+    change the overall one."""
     assessed: list[tuple[Comparison, Assessment | None]] = []
     for c in comparisons:
         if not c.candidate:
             continue
         if not c.baseline:
             a = None
+        elif c.role != "gate" and (assessor is None or len(c.baseline) < MIN_BASELINE_RUNS):
+            a = _evidence(c, alpha)
         elif assessor is not None and not c.exact:
             a = assessor(c)
         else:
-            a = assess(c.baseline, c.candidate, c.direction, c.exact)
+            a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha, c.history)
         assessed.append((c, a))
-    tested = [a for _, a in assessed if a is not None and a.p_value is not None]
+    tested = [a for c, a in assessed if a is not None and a.p_value is not None
+              and c.role == "gate"]
     adjusted: dict[int, float] = {}
     if tested:
         adj = false_discovery_control([a.p_value for a in tested], method="bh")
@@ -90,8 +111,9 @@ def judge(comparisons: Sequence[Comparison], alpha: float = 0.05,
                                         c.no_baseline_reason or "no baseline run in this series",
                                         None, "none"))
             continue
-        p_adj = adjusted.get(id(a))
+        p_adj = adjusted.get(id(a)) if c.role == "gate" else a.p_value
         verdict, reason = decide(a, c.threshold_pct, p_adj, alpha)
         results.append(MetricResult(c, a.baseline, a.candidate, a, verdict, reason, p_adj,
                                     a.method))
-    return Judgement(overall([r.verdict for r in results]), results, len(tested))
+    gating = [r.verdict for r in results if r.comparison.role == "gate"]
+    return Judgement(overall(gating), results, len(tested))

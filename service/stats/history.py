@@ -13,20 +13,18 @@ from scipy import stats
 
 @dataclass(frozen=True)
 class ChangePoint:
-    index: int  # position of the first run after the change
-    before_mean: float
-    after_mean: float
-    delta_pct: float
+    index: int  # position of the first run of the segment that moved
+    before_mean: float  # the reference level it is compared with
+    after_mean: float  # the segment's level
+    delta_pct: float  # 100 * (after - before) / before
 
 
-def change_points(values: Sequence[float], threshold_pct: float, penalty: float | None = None
-                  ) -> list[ChangePoint]:
-    """Change points in a series of run means: ruptures' kernel change-point detection with the
-    linear kernel (PELT on the L2 cost, in C) on a robustly scaled signal; a shift smaller than
-    the metric's threshold is not reported."""
+def segments(values: Sequence[float], penalty: float | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each segment of a series of run means: ruptures' PELT (the linear kernel's
+    KernelCPD is PELT on the L2 cost, in C) on a robustly scaled signal."""
     n = len(values)
     if n < 6:
-        return []
+        return [(0, n)] if n else []
     x = np.asarray(values, dtype=float)
     diffs = np.abs(np.diff(x))
     scale = 1.4826 * float(np.median(diffs)) / math.sqrt(2) if diffs.size else 0.0
@@ -36,15 +34,41 @@ def change_points(values: Sequence[float], threshold_pct: float, penalty: float 
     pen = penalty if penalty is not None else 3.0 * math.log(n)
     bkps = [int(b) for b in ruptures.KernelCPD(kernel="linear", min_size=2)
             .fit(z.reshape(-1, 1)).predict(pen=pen)]
-    out, start = [], 0
-    cuts = [b for b in bkps if b < n]
-    for i, b in enumerate(cuts):
-        end = cuts[i + 1] if i + 1 < len(cuts) else n
-        mb, ma = float(np.mean(x[start:b])), float(np.mean(x[b:end]))
-        delta = 100.0 * (ma - mb) / mb if mb else 0.0
-        if abs(delta) >= threshold_pct:
-            out.append(ChangePoint(b, mb, ma, delta))
-        start = b
+    starts = [0] + [b for b in bkps if b < n]
+    return [(s, e) for s, e in zip(starts, starts[1:] + [n])]
+
+
+CONFIRM_RUNS = 3  # the newest segment is judged once it holds this many runs
+
+
+def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
+                  penalty: float | None = None) -> list[ChangePoint]:
+    """Change points that add up (spec/api.md v1.2 item 6): each segment's level is compared
+    with the reference level (the first segment's, then the level the last change point moved
+    to); a segment past the threshold from it is a change point and becomes the reference. So
+    a staircase of small steps is one change point once the steps add up to the threshold.
+    `direction` ("higher"/"lower" is better): only changes in the worse direction count (and
+    move the reference), as alerts need; None: both directions. The newest segment is judged
+    only once it holds CONFIRM_RUNS runs: with one run at a new level PELT's two-run minimum
+    would start the segment a run early, and a lone run may be an outlier."""
+    x = np.asarray(values, dtype=float)
+    segs = segments(values, penalty)
+    if len(segs) < 2:
+        return []
+    ref = float(np.mean(x[segs[0][0]:segs[0][1]]))
+    out = []
+    for start, end in segs[1:]:
+        if end == len(x) and end - start < CONFIRM_RUNS:
+            break
+        level = float(np.mean(x[start:end]))
+        if not ref:
+            ref = level
+            continue
+        delta = 100.0 * (level - ref) / abs(ref)
+        worse = delta < 0 if direction == "higher" else delta > 0
+        if abs(delta) >= threshold_pct and (direction is None or worse):
+            out.append(ChangePoint(start, ref, level, delta))
+            ref = level
     return out
 
 

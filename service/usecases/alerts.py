@@ -1,5 +1,7 @@
-"""Alerts (spec/api.md v1.1, "Alerts"): a new change point of a series' default-branch history,
-in the metric's worse direction, raises one alert; it names the last good and the first bad run
+"""Alerts (spec/api.md v1.1, "Alerts"; v1.2 items 5 and 6): a new change point of a series'
+default-branch history (the one history rule), in the metric's worse direction, measured from
+the reference level (so a staircase of small steps raises one alert once they add up), raises
+one alert; it names the last good and the first bad run
 (and their commits), is stored with its state (open, acknowledged, closed), and goes out once to
 the webhook and once as a GitHub issue (found again by a hidden marker).
 
@@ -28,33 +30,29 @@ from ..models import Alert, Benchmark
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
 from ..stats import history as hstats
-from . import history
+from . import comparisons, history
 
 STATES = ("open", "acknowledged", "closed")
 NEAR = 3
-DEFAULT_METRICS = ("tok_s", "total_tok_s", "req_s", "tpot_ms_mean", "ttft_ms_mean", "itl_ms_mean",
-                   "e2el_ms_mean", "latency_s", "kv_capacity_tokens", "aux_gap_mean_us",
-                   "aux_idle_per_step_us")
 log = logging.getLogger("perfwarden.alerts")
 
 
-def _worse(metric: str, delta_pct: float) -> bool:
+def _direction(metric: str) -> str:
     d = lookup(metric)
-    higher = d is None or d.direction == HIGHER
-    return delta_pct < 0 if higher else delta_pct > 0
+    return d.direction if d is not None else HIGHER
 
 
 def evaluate(session: Session, bench_name: str | None = None, series_ids: set[int] | None = None,
              metrics: list[str] | None = None) -> list[int]:
     """Look for change points on the default branch of the benchmark(s); store an alert for each
     new one in the worse direction. Returns the new alerts' ids (none when re-evaluated)."""
-    benches = [history._bench(session, bench_name)] if bench_name else \
+    benches = [history.get_benchmark(session, bench_name)] if bench_name else \
         [b for b, _, _ in runs_repo.benchmark_overview(session)]
     new: list[int] = []
     for bench in benches:
         branch = history.default_branch(bench)
-        for metric in metrics or DEFAULT_METRICS:
-            for s in history._history(session, bench, metric, branch=branch):
+        for metric in comparisons.watched_metrics(metrics):
+            for s in history.series_runs(session, bench, metric, branch=branch):
                 if series_ids is not None and s["series_id"] not in series_ids:
                     continue
                 new += _evaluate_series(session, bench, branch, metric, s)
@@ -63,10 +61,9 @@ def evaluate(session: Session, bench_name: str | None = None, series_ids: set[in
 
 def _evaluate_series(session: Session, bench: Benchmark, branch: str, metric: str,
                      s: dict[str, Any]) -> list[int]:
-    # an interleaved experiment's arms alternate on purpose: not a history that changes
-    runs = [r for r in s["runs"] if not r.get("experiment")]
-    cps = [c for c in hstats.change_points([r["mean"] for r in runs], threshold_pct(metric))
-           if _worse(metric, c.delta_pct)]
+    runs = s["runs"]  # the history rule already keeps experiment arms and bisect runs out
+    cps = hstats.change_points([r["mean"] for r in runs], threshold_pct(metric),
+                               direction=_direction(metric))
     if not cps:
         return []
     pos = {r["id"]: i for i, r in enumerate(runs)}
@@ -95,13 +92,11 @@ def evaluate_runs(session: Session, run_ids: list[int]) -> list[int]:
     rows = runs_repo.runs_by_id(session, run_ids)
     by_bench: dict[str, set[int]] = {}
     for r in rows.values():
-        branch = history.default_branch(r.benchmark)
-        if r.pr is None and (r.branch is None or r.branch == branch):
+        if runs_repo.in_history(r, history.default_branch(r.benchmark)):
             by_bench.setdefault(r.benchmark.name, set()).add(r.series_id)
     if not by_bench:
         return []
-    metrics = [m for m in runs_repo.metric_names(session, list(rows)) if m in DEFAULT_METRICS
-               or lookup(m) is not None]
+    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, list(rows)))
     new: list[int] = []
     for name, series in by_bench.items():
         new += evaluate(session, name, series, metrics)

@@ -55,8 +55,9 @@ def _attribution(session: Session, bench_id: int, benchmark: str, metric: str,
         seen.add(r.body_sha256)
         det = r.determinism or {}
         cfg = {k: v for k, v in r.config.items() if k not in NOT_FACTORS}
-        facts.append(RunFacts(cfg, r.mean, 100.0 * r.stdev / r.mean if r.stdev and r.mean else 0.0,
-                              det.get("identical"), det.get("repeats")))
+        # a single-trial run has no trial spread: its CV is missing, never 0
+        cv = 100.0 * r.stdev / r.mean if r.stdev is not None and r.mean else None
+        facts.append(RunFacts(cfg, r.mean, cv, det.get("identical"), det.get("repeats")))
     if len(facts) < 3:
         raise Invalid(f"attribution needs at least 3 runs; {len(facts)} match", "benchmark")
     if metric == "determinism":

@@ -1,7 +1,8 @@
 """A benchmark's history: per-run figures by series, change points, noise, the dashboard's
 benchmark and matrix views. History reads one branch (spec/api.md v1.1): the benchmark's default
-branch unless asked otherwise; pull-request runs never enter it; a record posted twice counts
-once."""
+branch unless asked otherwise, by the one history rule of v1.2 item 5
+(repositories/runs.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
+record posted twice counts once."""
 from __future__ import annotations
 
 import statistics
@@ -24,7 +25,7 @@ DEFAULT_BRANCH = "main"
 ALL_BRANCHES = "*"  # the dashboard's "every branch and PR" filter
 
 
-def _bench(session: Session, name: str) -> Benchmark:
+def get_benchmark(session: Session, name: str) -> Benchmark:
     bench = runs_repo.benchmark(session, name)
     if bench is None:
         raise NotFound(f"benchmark {name!r} not found", "benchmark")
@@ -36,13 +37,13 @@ def default_branch(bench: Benchmark) -> str:
 
 
 def set_default_branch(session: Session, name: str, branch: str) -> Benchmark:
-    bench = _bench(session, name)
+    bench = get_benchmark(session, name)
     bench.default_branch = branch
     session.flush()
     return bench
 
 
-def _history(session: Session, bench: Benchmark, metric: str, series_id: int | None = None,
+def series_runs(session: Session, bench: Benchmark, metric: str, series_id: int | None = None,
              limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
              branch: str | None = None, label: str | None = None,
              run_ids: list[int] | None = None) -> list[dict[str, Any]]:
@@ -68,16 +69,26 @@ def _history(session: Session, bench: Benchmark, metric: str, series_id: int | N
     return list(out.values())
 
 
+def recent_means(session: Session, bench: Benchmark, series_id: int, metric: str,
+                 exclude: set[int], limit: int) -> list[float]:
+    """Run means of the newest `limit` runs of one series' default-branch history (not the runs
+    in `exclude`), oldest first: the run-to-run spread of v1.2 item 2."""
+    runs = [r for s in series_runs(session, bench, metric, series_id=series_id,
+                                   limit=limit + len(exclude))
+            for r in s["runs"] if r["id"] not in exclude]
+    return [float(r["mean"]) for r in runs[-limit:]]
+
+
 def series_history(session: Session, bench_name: str, metric: str, **filters) -> list[dict[str, Any]]:
-    return _history(session, _bench(session, bench_name), metric, **filters)
+    return series_runs(session, get_benchmark(session, bench_name), metric, **filters)
 
 
 def changepoints(session: Session, bench_name: str, metric: str,
                  branch: str | None = None) -> ChangePointsOut:
-    bench = _bench(session, bench_name)
+    bench = get_benchmark(session, bench_name)
     thr = threshold_pct(metric)
     out = []
-    for s in _history(session, bench, metric, branch=branch):
+    for s in series_runs(session, bench, metric, branch=branch):
         runs = s["runs"]
         cps = hstats.change_points([r["mean"] for r in runs], thr)
         out.append(SeriesChangePoints(
@@ -94,10 +105,10 @@ def changepoints(session: Session, bench_name: str, metric: str,
 def noise(session: Session, bench_name: str, metric: str = "tok_s", branch: str | None = None,
           baseline: str | None = None) -> NoiseOut:
     """Spread per series of one branch's history, or of a baseline's runs."""
-    bench = _bench(session, bench_name)
+    bench = get_benchmark(session, bench_name)
     ids = baselines.resolve(session, bench.id, bench_name, baseline) if baseline else None
     rows = []
-    for s in _history(session, bench, metric, branch=branch, run_ids=ids):
+    for s in series_runs(session, bench, metric, branch=branch, run_ids=ids):
         figs = [hstats.RunFigure(r["n"], r["mean"], r["stdev"]) for r in s["runs"] if r["n"] >= 1]
         n = hstats.noise(figs)
         rows.append(NoiseRow(series_id=s["series_id"], config=s["config"], gpu=s["gpu"],
@@ -117,11 +128,11 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
     """Everything the benchmark page draws: the selected history with the baseline's band and
     change points; with `detail` (one series) the trial samples of recent runs and small panels
     of other metrics too."""
-    bench = _bench(session, name)
+    bench = get_benchmark(session, name)
     filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
 
     def hist(m: str) -> list[dict[str, Any]]:
-        h = _history(session, bench, m, **filters)  # type: ignore[arg-type]
+        h = series_runs(session, bench, m, **filters)  # type: ignore[arg-type]
         return [x for x in h if not gpu or x["gpu"] == gpu]
 
     main = hist(metric)
@@ -133,7 +144,7 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
     bands: dict[int, tuple[float, float, float]] = {}
     if base is not None:
         held = set(base.run_ids)
-        base_hist = _history(session, bench, metric, run_ids=list(held))
+        base_hist = series_runs(session, bench, metric, run_ids=list(held))
         for h in base_hist:
             means = [r["mean"] for r in h["runs"]]
             if len(means) >= 2:
@@ -170,21 +181,21 @@ def matrix_cells(session: Session, name: str, label: str | None,
     `baseline`), else the newest default-branch run (never a PR run); with `label`, the newest
     run of that label, and its change against the baseline's cell where one exists. Returns the
     cells and the baseline's name."""
-    bench = _bench(session, name)
+    bench = get_benchmark(session, name)
     bases = baseline_repo.list_all(session, name)
     base = next((b for b in bases if b.name == baseline), None) if baseline else \
         (bases[0] if bases else None)
     if baseline and base is None:
         raise NotFound(f"baseline {baseline!r} not found for benchmark {name!r}", "baseline")
-    base_hist = _history(session, bench, "tok_s", run_ids=list(base.run_ids)) if base else []
+    base_hist = series_runs(session, bench, "tok_s", run_ids=list(base.run_ids)) if base else []
     base_mean = {h["series_id"]: statistics.fmean(r["mean"] for r in h["runs"])
                  for h in base_hist if h["runs"]}
     if label:
-        hist = _history(session, bench, "tok_s", label=label, branch=ALL_BRANCHES)
+        hist = series_runs(session, bench, "tok_s", label=label, branch=ALL_BRANCHES)
     elif base_hist:
         hist = base_hist
     else:
-        hist = _history(session, bench, "tok_s")
+        hist = series_runs(session, bench, "tok_s")
     from_base = hist is base_hist and bool(base_hist)
     hist = [h for h in hist if "batch_size" in h["config"] and h["runs"]]
     latest = {h["series_id"]: h["runs"][-1] for h in hist}
@@ -199,7 +210,8 @@ def matrix_cells(session: Session, name: str, label: str | None,
                                        h["gpu"]) if x)
         mean = base_mean[h["series_id"]] if from_base else last["mean"]
         ref = base_mean.get(h["series_id"])
-        cv = 100.0 * (last["stdev"] or 0.0) / last["mean"] if last["mean"] else 0.0
+        cv = 100.0 * last["stdev"] / last["mean"] if last["stdev"] is not None and last["mean"] \
+            else None  # one trial: no spread to show
         cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
                       "cv_pct": cv, "run_id": last["id"], "from_baseline": from_base,
                       "change_pct": None if from_base or not ref else 100.0 * (mean / ref - 1),

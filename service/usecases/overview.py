@@ -10,7 +10,7 @@ from ..format import series_label
 from ..repositories import baselines as baseline_repo
 from ..repositories import runs as runs_repo
 from ..schemas import BenchmarkSummary, GateIn
-from . import verdicts
+from . import alerts, history, verdicts
 from .history import default_branch
 
 
@@ -28,8 +28,6 @@ def _latest_change_point(session: Session, bench: Any, count: int, latest: Any
     """The newest change point of the benchmark's tok/s history. Kept per (database, benchmark,
     run count, newest run time and id, default branch): any new or deleted run, or a new default
     branch, gives another key, so a kept answer is never stale."""
-    from . import history
-
     key = (str(session.get_bind().engine.url), bench.id, count, latest, default_branch(bench),
            *runs_repo.fingerprint(session, bench.id))
     if key in _CP_CACHE:
@@ -55,8 +53,6 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
     """Per benchmark: run count and newest run; for each series its newest baseline covers, the
     verdict of that series' newest default-branch run (one gate over all of them, never a run of
     an unrelated series); open alerts; the latest change point of its tok/s history."""
-    from . import alerts
-
     overview = runs_repo.benchmark_overview(session)
     newest = baseline_repo.newest(session, [b.id for b, _, _ in overview])
     open_alerts = alerts.open_counts(session)

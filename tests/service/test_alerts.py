@@ -244,3 +244,78 @@ def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(clie
     by_m = {c["batch_size"]: c for c in cells}
     assert by_m[2]["change_pct"] == pytest.approx(-4.0, abs=0.3)
     assert abs(by_m[1]["change_pct"]) < 0.3
+
+
+def staircase(metric: str, direction: str, step_pct: float, steps: int = 5, per_step: int = 6,
+              noise_pct: float = 0.05, seed: int = 11) -> list[dict]:
+    """The issue's staircase: `steps` steps of `step_pct`, `per_step` runs each, noise 0.05%."""
+    rng = random.Random(seed)
+    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    out = []
+    for i in range((steps + 1) * per_step):
+        level = 100.0 * (1 + step_pct / 100) ** (i // per_step)
+        out.append({"benchmark": "stairs", "config": {"tp": 1, "batch_size": 1},
+                    "hardware": {"gpu": "NVIDIA H200", "gpu_count": 1},
+                    "commit": f"{i:07d}c0ffee", "branch": "main",
+                    "started_at": (t0 + timedelta(hours=i)).isoformat(),
+                    "metrics": {metric: {"direction": direction, "samples": [
+                        level * (1 + rng.gauss(0, noise_pct / 100)) for _ in range(3)]}}})
+    return out
+
+
+def test_staircase_raises_one_alert_once_the_steps_add_up(settings, receiver):
+    """Five +0.4% latency steps (2% in all; threshold 1%), posted run by run as CI would: no
+    single cut passes the threshold, the levels do (v1.2 item 6). One alert, at the third step,
+    measured from the first segment's level; later steps are within 1% of the new reference."""
+    app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
+    with TC(app) as c:
+        ids = [c.post("/api/v1/runs", json=r).json()["id"] for r in staircase("latency_s", "lower", 0.4)]
+        c.post("/api/v1/alerts/evaluate")
+        a = c.get("/api/v1/alerts", params={"benchmark": "stairs"}).json()
+        assert a["count"] == 1, a
+        alert = a["alerts"][0]
+        assert alert["metric"] == "latency_s" and alert["run_id"] == ids[18]
+        assert alert["good_run_id"] == ids[17] and alert["commit"] == f"{18:07d}c0ffee"
+        assert alert["before"] == pytest.approx(100.0, abs=0.05)
+        assert alert["delta_pct"] == pytest.approx(1.2, abs=0.1)
+    app.state.engine.dispose()
+
+
+def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiver):
+    """v1.2 item 5: experiment arms (-51%) and bisect runs (-20%) between main's flat runs
+    enter no change point, no noise figure, no dashboard marker and raise no alert."""
+    from service.db import transaction
+    from service.usecases import history as uh
+
+    app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
+    with TC(app) as c:
+        main = history(series=1, runs=12)
+        intruders = []
+        for i, r in enumerate(history(series=1, runs=12)[4:]):
+            r = {**r, "started_at": r["started_at"].replace(":00:00", ":30:00")}
+            scale = 0.49 if i % 2 == 0 else 0.8
+            r["metrics"] = {"tok_s": {**r["metrics"]["tok_s"], "samples": [
+                v * scale for v in r["metrics"]["tok_s"]["samples"]]}}
+            if i % 2 == 0:
+                r["experiment"] = {"id": "exp-x", "arm": "candidate", "block": i}
+            else:
+                r["bisect"] = {"id": "bisect-1", "commit": r["commit"]}
+            intruders.append(r)
+        assert c.post("/api/v1/runs/batch", json={"runs": main + intruders}).status_code == 201
+        cps = c.get("/api/v1/changepoints", params={"benchmark": "moe-decode-30"}).json()
+        assert cps["series"][0]["change_points"] == []
+        noise = c.get("/api/v1/noise", params={"benchmark": "moe-decode-30"}).json()
+        assert noise["series"][0]["runs"] == 12 and noise["series"][0]["run_to_run_cv_pct"] < 0.2
+        assert c.get("/api/v1/alerts").json()["count"] == 0
+        with transaction(app.state.sessions) as s:
+            view = uh.benchmark_view(s, "moe-decode-30", "tok_s", None, None, None, None, None,
+                                     None, None, ("tok_s",))
+        assert [len(h["runs"]) for h in view["history"]] == [12]
+        assert all(v == [] for v in view["changes"].values())
+        # the runs are still stored and found by their tags
+        runs = c.get("/api/v1/runs", params={"experiment": "exp-x", "limit": 100}).json()
+        assert runs["count"] == 4
+        every = c.get("/api/v1/runs", params={"benchmark": "moe-decode-30", "limit": 100}).json()
+        tagged = [r for r in every["data"] if r.get("bisect")]
+        assert len(tagged) == 4 and tagged[0]["bisect"]["id"] == "bisect-1"
+    app.state.engine.dispose()

@@ -55,7 +55,7 @@ def test_pooled_candidates_and_determinism_of_answer(client, graphs):
     assert a == b
     tok = next(m for m in a["metrics"] if m["name"] == "tok_s")
     assert tok["candidate"]["runs"] == 5 and tok["candidate"]["n"] == 25
-    assert tok["method"].startswith("Welch t-test on run means")
+    assert tok["method"].startswith("Welch t-test on log run means")
 
 
 def test_threshold_override_makes_small_change_pass(client, graphs):

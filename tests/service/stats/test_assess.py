@@ -20,21 +20,45 @@ def verdict(base, cand, direction="higher", thr=0.5):
 
 
 def test_one_estimator_hand_computed():
-    base = runs_around([100.0, 101.0, 99.0, 100.5, 99.5])
+    """The change is the means' ratio; interval, bound and p come from one t on the log of the
+    run means, transformed back (spec/api.md v1.2 item 3)."""
+    means = [100.0, 101.0, 99.0, 100.5, 99.5]
+    base = runs_around(means)
     cand = runs_around([99.0])
     a = assess(base, cand, "higher")
     k = 5
-    sd = math.sqrt(sum((m - 100.0) ** 2 for m in [100.0, 101.0, 99.0, 100.5, 99.5]) / (k - 1))
+    logs = [math.log(m) for m in means]
+    mu = sum(logs) / k
+    sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / (k - 1))
     se = sd * math.sqrt(1 + 1 / k)
+    d = math.log(99.0) - mu
     assert a.delta_pct == pytest.approx(-1.0)
     half95 = stats.t.ppf(0.975, k - 1) * se
     half90 = stats.t.ppf(0.95, k - 1) * se
-    assert a.ci_low_pct == pytest.approx(-1.0 - half95)
-    assert a.ci_high_pct == pytest.approx(-1.0 + half95)
-    assert a.bound_pct == pytest.approx(-1.0 - half90)  # the worse side of tok/s is down
-    assert a.p_value == pytest.approx(2 * stats.t.sf(1.0 / se, k - 1))
+    assert a.ci_low_pct == pytest.approx(100 * math.expm1(d - half95))
+    assert a.ci_high_pct == pytest.approx(100 * math.expm1(d + half95))
+    assert a.bound_pct == pytest.approx(100 * math.expm1(d - half90))  # tok/s: worse is down
+    assert a.p_value == pytest.approx(2 * stats.t.sf(abs(d) / se, k - 1))
+    assert a.spread_from == "baseline" and a.spread_runs == 5
     # the interval excludes 0 exactly when p < 0.05 (same statistic)
     assert (a.ci_high_pct < 0) == (a.p_value < 0.05)
+
+
+def test_levels_follow_alpha():
+    base = runs_around([100.0, 101.0, 99.0, 100.5, 99.5])
+    wide = assess(base, runs_around([99.0]), "higher", alpha=0.01)
+    narrow = assess(base, runs_around([99.0]), "higher", alpha=0.05)
+    assert wide.ci_low_pct < narrow.ci_low_pct and wide.bound_pct < narrow.bound_pct
+    _, reason = decide(wide, 0.5, wide.p_value, 0.01)
+    assert "99% CI" in reason and "95%" not in reason
+
+
+def test_interval_never_below_minus_100():
+    """A throughput that collapses in one noisy run: the log interval stays above -100%."""
+    base = runs_around([100.0, 160.0, 40.0, 130.0, 70.0], spread=1.0)
+    a = assess(base, runs_around([20.0], spread=1.0), "higher")
+    assert a.ci_low_pct > -100 and a.bound_pct > -100
+    assert a.ci_low_pct < a.delta_pct < a.ci_high_pct
 
 
 def test_mean_not_median_when_trials_stall():
@@ -72,8 +96,10 @@ def test_large_tight_rise_is_improvement_and_drop_is_regression():
     assert v == "regression"
     # latency: a rise is the worse side
     a, (v, _) = verdict(base, runs_around([101.0]), direction="lower", thr=1.0)
-    assert a.bound_pct == pytest.approx(a.delta_pct + (a.ci_high_pct - a.delta_pct)
-                                        * stats.t.ppf(0.95, 4) / stats.t.ppf(0.975, 4))
+    lo, hi = math.log1p(a.ci_low_pct / 100), math.log1p(a.ci_high_pct / 100)
+    d = (lo + hi) / 2  # the log-scale change, the middle of the log interval
+    assert math.log1p(a.bound_pct / 100) == pytest.approx(
+        d + (hi - d) * stats.t.ppf(0.95, 4) / stats.t.ppf(0.975, 4))
     _, (v, _) = verdict(base, runs_around([100.2]), direction="lower", thr=1.0)
     assert v == "pass"
 
@@ -98,13 +124,33 @@ def test_runs_to_settle_is_sane():
     assert msg.startswith(f"even {MAX_MORE_RUNS} more runs per side would bring the bound only to")
 
 
-def test_unknown_run_spread_never_passes():
+def test_one_baseline_run_without_history_is_never_judged():
+    """Trials are never the unit (v1.2 item 2): one baseline run and no history is inconclusive,
+    a 10% drop included, with the spec's message."""
     base = [[100.0, 100.01, 99.99, 100.0, 100.0]]
-    a, (v, reason) = verdict(base, runs_around([100.0]))
-    assert not a.runs_known and v == "inconclusive"
-    assert "run-to-run spread is unknown" in reason and "2 more baseline run(s)" in reason
-    a, (v, _) = verdict(base, runs_around([90.0]))
-    assert v == "regression"  # a 10% drop is evidence even without run-to-run spread
+    for cand in ([100.0], [90.0]):
+        a, (v, reason) = verdict(base, runs_around(cand))
+        assert not a.runs_known and v == "inconclusive" and a.ci_low_pct is None
+        assert reason == ("the baseline has 1 run and the series no history: collect 2 more "
+                          "baseline runs")
+    a, (v, reason) = verdict(base, runs_around([90.0]), thr=0.5)
+    a = assess(base, runs_around([90.0]), "higher", history=[100.0, 100.4, 99.6, 100.2])
+    assert a.p_value is None and "only 4 history runs (at least 5" in a.note
+
+
+def test_history_gives_the_spread_for_few_baseline_runs():
+    base = [[100.0, 100.01, 99.99, 100.0, 100.0]]
+    hist = [100.0, 100.7, 99.3, 100.4, 99.6, 100.2, 99.8, 100.5]
+    a = assess(base, runs_around([90.0]), "higher", history=hist)
+    assert a.spread_from == "history" and a.spread_runs == 8 and a.df == 7
+    logs = [math.log(h) for h in hist]
+    mu = sum(logs) / 8
+    sd = math.sqrt(sum((x - mu) ** 2 for x in logs) / 7)
+    assert a.sd_base_pct == pytest.approx(100 * sd)
+    assert a.se_pct == pytest.approx(100 * sd * math.sqrt(2))
+    assert decide(a, 0.5, a.p_value)[0] == "regression"
+    a = assess(base, runs_around([100.05]), "higher", history=hist)
+    assert decide(a, 0.5, a.p_value)[0] == "inconclusive"  # 0.7% run noise, one run a side
 
 
 def test_fewer_than_three_samples_and_exact():
@@ -121,6 +167,7 @@ def test_trial_noise_floors_lucky_baselines():
     of a run mean is floored by the trials' own noise (variances 0.5 and 0.7 over 5 trials)."""
     base = [[99.0, 100.0, 101.0, 100.0, 100.0]] * 3
     a = assess(base, [[99.0, 100.0, 101.0, 99.0, 99.5]], "higher")
-    floor = math.sqrt((0.5 / 5 * 3 + 0.7 / 5) / 4)
-    assert a.sd_base_pct == pytest.approx(100 * floor / 100.0)
+    # on the log scale: each run mean's variance relative to its own mean squared
+    floor = math.sqrt((0.5 / 5 / 100.0 ** 2 * 3 + 0.7 / 5 / 99.7 ** 2) / 4)
+    assert a.sd_base_pct == pytest.approx(100 * floor)
     assert a.ci_low_pct < a.delta_pct < a.ci_high_pct

@@ -1,10 +1,12 @@
 """service/stats/attribution.py on small hand-made designs."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from scipy import stats
 
-from service.stats.attribution import RunFacts, attribute, finding
+from service.stats.attribution import RunFacts, attribute, finding, identical_share
 
 
 def design(det_by_m: dict[int, int], confound: bool = False) -> list[RunFacts]:
@@ -21,17 +23,37 @@ def design(det_by_m: dict[int, int], confound: bool = False) -> list[RunFacts]:
 
 
 def test_determinism_follows_the_key_that_splits_it():
-    rows = design({1: 5, 8: 1})
+    """Runs are the unit: the test is on each run's share of repeats that match the reference
+    repeat (the reference left out), never on repeats pooled across runs."""
+    # at M=8 the three repeats of each order match the reference 1, 2 and 2 times of 4
+    rows = [replace(r, identical=2 + (r.mean > 800.5)) if r.config["batch_size"] == 8 else r
+            for r in design({1: 5, 8: 2})]
     fs = attribute(rows, "determinism")
-    assert fs[0].key == "batch_size" and fs[0].explains == pytest.approx(1.0)
-    # identical vs not, by batch size: M=1 30/0, M=8 6/24 (Fisher's exact test)
-    assert fs[0].p_value == pytest.approx(stats.fisher_exact([[30, 0], [6, 24]]).pvalue)
+    assert fs[0].key == "batch_size"
+    assert fs[0].level_values == {"1": 1.0, "8": pytest.approx((0.25 + 0.5 + 0.5) / 3)}
+    # by hand: the F test of batch size on the 12 run shares; shared_experts explains nothing,
+    # so the residual is the within-level sum of squares on 12 - 3 = 9 df
+    shares = [identical_share(r) for r in rows]
+    m8 = [s for s, r in zip(shares, rows) if r.config["batch_size"] == 8]
+    mean8, grand = sum(m8) / 6, (6 * 1.0 + sum(m8)) / 12
+    ss_between = 6 * (1.0 - grand) ** 2 + 6 * (mean8 - grand) ** 2
+    ss_within = sum((x - mean8) ** 2 for x in m8)
+    assert fs[0].p_value == pytest.approx(stats.f.sf(ss_between / (ss_within / 9), 1, 9))
     other = fs[1]
-    assert other.key == "shared_experts" and other.explains == pytest.approx(0.0, abs=1e-12)
-    assert other.p_value == pytest.approx(1.0)
+    assert other.key == "shared_experts" and other.explains < 0.05
     sentence = finding("determinism", fs)
-    assert sentence.startswith("non-identical repeats follow batch_size (explains 100%")
-    assert "shared_experts explains 0% (p=1)" in sentence
+    assert sentence.startswith("non-identical repeats follow batch_size")
+
+
+def test_reference_repeat_is_not_its_own_match_and_one_trial_has_no_cv():
+    assert identical_share(RunFacts({}, 1.0, None, 1, 5)) == 0.0  # only the reference matched
+    assert identical_share(RunFacts({}, 1.0, None, 5, 5)) == 1.0
+    assert identical_share(RunFacts({}, 1.0, None, 1, 1)) is None  # one repeat says nothing
+    rows = [RunFacts({"k": k}, 100.0 + i, None if i == 0 else 0.1 * (k + 1), None, None)
+            for k in (0, 1) for i in range(4)]
+    fs = attribute(rows, "spread")
+    # the single-trial runs (CV None) drop out: 3 runs per level remain, not 4 with a fake 0
+    assert fs[0].level_values == {"0": pytest.approx(0.1), "1": pytest.approx(0.2)}
 
 
 def test_confounded_keys_are_named_together():

@@ -23,13 +23,13 @@ def test_block_differences_hand_computed():
     diffs = [-1.0, -1.1, -0.9, -1.05, -0.95]
     blocks = [([100 * f] * 3, [100 * f * (1 + d / 100)] * 3) for f, d in zip(drift, diffs)]
     a = assess_blocks(blocks, "higher")
-    center = sum(100 * f for f in drift) / 5
-    d = [100 * (100 * f * (1 + x / 100) - 100 * f) / center for f, x in zip(drift, diffs)]
+    # each block's log ratio (v1.2 item 3), tested with one-sample t, transformed back
+    d = [math.log1p(x / 100) for x in diffs]
     mean = sum(d) / 5
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / 4) / math.sqrt(5)
-    assert a.delta_pct == pytest.approx(mean)
-    assert a.ci_low_pct == pytest.approx(mean - stats.t.ppf(0.975, 4) * se)
-    assert a.bound_pct == pytest.approx(mean - stats.t.ppf(0.95, 4) * se)
+    assert a.delta_pct == pytest.approx(100 * math.expm1(mean))
+    assert a.ci_low_pct == pytest.approx(100 * math.expm1(mean - stats.t.ppf(0.975, 4) * se))
+    assert a.bound_pct == pytest.approx(100 * math.expm1(mean - stats.t.ppf(0.95, 4) * se))
     assert a.p_value == pytest.approx(2 * stats.t.sf(abs(mean) / se, 4))
     assert decide(a, 0.5, a.p_value)[0] == "regression"
     # the same runs judged as unpaired runs would drown in the 3% drift

@@ -19,6 +19,28 @@ def test_change_point_at_the_step_only_past_threshold():
     assert change_points(vals[:5], 1.0) == []  # too short to say
 
 
+def staircase(steps: int = 5, step_pct: float = -0.4, per_step: int = 6, noise_pct: float = 0.05,
+              seed: int = 3) -> list[float]:
+    rng = np.random.default_rng(seed)
+    levels = [100.0 * (1 + step_pct / 100) ** i for i in range(steps + 1) for _ in range(per_step)]
+    return [lv * (1 + rng.normal(0, noise_pct / 100)) for lv in levels]
+
+
+def test_staircase_adds_up_to_one_change_point():
+    """Five -0.4% steps, noise 0.05% (v1.2 item 6): no single cut passes a 2% threshold, yet
+    the levels drift 2% from the reference: one change point, at the step where they add up."""
+    vals = staircase()
+    cps = change_points(vals, 1.9, direction="higher")
+    assert len(cps) == 1 and cps[0].index == 30  # the fifth step's first run
+    assert cps[0].before_mean == pytest.approx(100.0, abs=0.05)
+    assert cps[0].delta_pct == pytest.approx(-1.98, abs=0.1)
+    # at 1%: one at the third step (-1.2%), then the reference moves; -2.0% is only -0.8% away
+    cps = change_points(vals, 1.0, direction="higher")
+    assert [c.index for c in cps] == [18]
+    # the better direction never counts for an alert
+    assert change_points([v * -1 + 200 for v in vals], 1.0, direction="higher") == []
+
+
 def test_noise_figures():
     figs = [RunFigure(5, m, 0.5) for m in (100.0, 101.0, 99.0, 100.0)]
     n = noise(figs)
