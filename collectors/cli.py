@@ -89,6 +89,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
     d.add_argument("--kv-cache-gib", type=_positive(float), default=4.0,
                    help="CPU only: memory granted to the KV cache")
+    d.add_argument("--threads", type=_positive(int), default=0,
+                   help="CPU: torch threads per rank (default: OMP_NUM_THREADS, else one per "
+                        "rank when the machine has fewer cores than ranks x 2)")
     d.add_argument("--extra-work", type=int, default=0,
                    help="planted slowdown: extra shared-expert passes per layer")
     d.add_argument("--plant-slowdown-pct", type=_positive(float), default=0.0,
@@ -204,8 +207,13 @@ def _emit(records: list[dict], out: str | None, server: str | None,
     """Write records (with content-derived idempotency keys) to --out and/or post them to
     --server as one batch, then upload each run's trace set. The whole file is checked before
     anything is posted; `base` is the folder relative trace paths are relative to."""
+    from .env import bisect_tag
     from .record import check, post_records, post_trace, resolve_trace_files, with_key, write_records
 
+    for rec in records:
+        tag = bisect_tag(rec.get("commit"))
+        if tag:
+            rec["bisect"] = tag
     for i, rec in enumerate(records):
         try:
             check(with_key(rec))
@@ -267,30 +275,53 @@ def cmd_collect_decode(args) -> int:
         else [args.cuda_graphs]
     if True in graphs and args.device != "cuda":
         raise CliError("--cuda-graphs (or --graphs on|both) needs --device cuda")
+    # without --workdir, a temporary folder that goes when the records are written or posted
+    temp = "" if args.workdir else tempfile.mkdtemp(prefix="perfwarden-decode-")
     cfg = DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
                        trials=args.trials, steps=args.steps, warmup=args.warmup,
                        order=args.order[0], cuda_graphs=graphs[0], profile=args.profile,
                        profile_steps=args.profile_steps,
                        profile_batch_sizes=args.profile_batch_sizes, shape=shape,
                        kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
-                       plant_pct=args.plant_slowdown_pct, workdir=args.workdir or "",
+                       threads=args.threads if args.device == "cpu" else 0,
+                       plant_pct=args.plant_slowdown_pct, workdir=args.workdir or temp,
                        deterministic=args.deterministic,
                        benchmark=args.benchmark, label=args.label,
                        profile_timeout=args.profile_timeout, routed_kernel=args.routed_kernel,
                        quiet=args.quiet)
     cells = [(o, g) for g in graphs for o in args.order]
+    records = []
     try:
-        records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
-    except (RuntimeError, ValueError) as e:
-        raise CliError(str(e)) from None
+        try:
+            records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
+        except (RuntimeError, ValueError) as e:
+            raise CliError(str(e)) from None
+        _report_decode(records)
+        _emit(records, args.out, args.server)
+    finally:
+        if temp:
+            _remove_temp(Path(temp), records, args)
+    return 0
+
+
+def _remove_temp(work: Path, records: list[dict], args) -> None:  # noqa: ANN001 - Namespace
+    """The temporary folder goes, unless its traces are all that the printed records name."""
+    import shutil
+
+    if not args.out and not args.server and any(r.get("trace_files") for r in records):
+        print(f"traces kept in {work} (give --out or --workdir to keep them elsewhere)",
+              file=sys.stderr)
+        return
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _report_decode(records: list[dict]) -> None:
     for r in records:
         s = r["metrics"]["tok_s"]["samples"]
         print(f"M={r['config']['batch_size']}: tok/s mean {sum(s) / len(s):.2f} over {len(s)} "
               f"trials, KV cache {r['metrics']['kv_capacity_tokens']['samples'][0]:,} tokens, "
               f"{r['determinism']['identical']}/{r['determinism']['repeats']} bitwise identical",
               file=sys.stderr)
-    _emit(records, args.out, args.server)
-    return 0
 
 
 def _sweep(cfg, cells: list[tuple[str, bool]]) -> list[dict]:  # noqa: ANN001 - DecodeConfig

@@ -39,6 +39,8 @@ def idempotency_key(record: dict) -> str:
     """A key derived from the record's content (benchmark, config, hardware, start time and
     samples), so posting the same file twice stores nothing twice (spec/api.md v1.1)."""
     content = {k: record.get(k) for k in KEY_FIELDS}
+    if record.get("bisect"):  # a bisect's run is another run than the same record outside it
+        content["bisect"] = record["bisect"]
     content["samples"] = {n: m.get("samples") for n, m in sorted((record.get("metrics") or {}).items())}
     blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
     return "pw1-" + hashlib.sha256(blob).hexdigest()[:40]
@@ -101,6 +103,8 @@ def _copy_beside(f: str, folder: Path, base: Path) -> str:
     src = Path(f)
     if not src.is_absolute():
         return f
+    if src.resolve().is_relative_to(base.resolve()):  # already in the record's folder
+        return str(src.resolve().relative_to(base.resolve()))
     folder.mkdir(exist_ok=True)
     dst = folder / src.name
     if dst.exists() and src.resolve() != dst.resolve() and _file_hash(dst) != _file_hash(src):

@@ -31,6 +31,8 @@ class Benchmark(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     # history, noise and change points read this branch (None: "main")
     default_branch: Mapped[str | None] = mapped_column(String(NAME))
+    # what CMD an alert's `perfwarden bisect ... -- CMD` line runs (None: `<collect command>`)
+    bisect_command: Mapped[str | None] = mapped_column(String(4096))
 
 
 class Series(Base):
@@ -76,6 +78,9 @@ class Run(Base):
     experiment_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     experiment_arm: Mapped[str | None] = mapped_column(String(16))
     experiment_block: Mapped[int | None] = mapped_column(Integer)
+    # posted during `perfwarden bisect` ({id, commit}): never part of a history (spec item 8)
+    bisect_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
+    bisect: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
 
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")
     stats: Mapped[list[RunMetric]] = relationship(back_populates="run", lazy="selectin",

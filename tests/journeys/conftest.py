@@ -1,0 +1,47 @@
+"""Journeys: a user's path through several features with real parts (a `perfwarden serve`
+process on a free loopback port, the real command lines, real git repositories)."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from .shell import PERFWARDEN, Served, env
+
+
+@pytest.fixture
+def served(tmp_path):
+    """`perfwarden serve` in its own process, on SQLite in the test's folder."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    db = f"sqlite:///{tmp_path / 'served.db'}"
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([PERFWARDEN, "serve", "--port", str(port)], stdout=log,
+                            stderr=subprocess.STDOUT, cwd=tmp_path,
+                            env=env(PERFWARDEN_DATABASE_URL=db,
+                                    PERFWARDEN_DATA_DIR=str(tmp_path / "data")))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            if proc.poll() is not None:
+                raise AssertionError(f"serve exited: {(tmp_path / 'serve.log').read_text()}")
+            try:
+                urllib.request.urlopen(url + "/api/v1/benchmarks", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("serve did not answer in 30 s")
+        yield Served(url, db)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
