@@ -182,6 +182,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--pr", type=_positive(int))
     i.add_argument("--trials", action="store_true",
                    help="the result files are repeats of one configuration: one run")
+    i.add_argument("--started-at", metavar="ISO8601",
+                   help="when the engine run started (default: the file's own time stamps, "
+                        "else its modification time)")
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
@@ -518,9 +521,20 @@ def cmd_ingest(args) -> int:
         if not sep or not key:
             raise CliError(f"--config {item!r}: expected KEY=VALUE")
         config[key] = _config_value(value)
+    started = None
+    if args.started_at:
+        from datetime import datetime, timezone
+
+        try:
+            t = datetime.fromisoformat(args.started_at.replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(f"--started-at {args.started_at!r}: expected ISO 8601 "
+                           "(2026-11-28T10:15:00Z)") from None
+        t = t.replace(tzinfo=t.tzinfo or timezone.utc).astimezone(timezone.utc)
+        started = t.strftime("%Y-%m-%dT%H:%M:%SZ")
     ident = Identity(config=config, commit=args.commit, branch=args.branch, gpu=args.gpu,
                      gpu_count=args.gpu_count, repository=args.repository, pr=args.pr,
-                     detect=not args.no_detect)
+                     started_at=started, detect=not args.no_detect)
     try:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
                                    batch_size=args.batch_size, output_len=args.output_len,

@@ -82,6 +82,27 @@ def _series_desc(s: Series) -> dict[str, Any]:
     return {**s.config, "gpu": s.gpu, "gpu_count": s.gpu_count}
 
 
+def _nearest(cand: Series, base: list[Series], vary: list[str]) -> str:
+    """Which keys set a candidate series apart from the nearest baseline series (spec/api.md
+    v1.2 item 9): ": no baseline run with tp=4; the baseline has tp=8"."""
+    if not base:
+        return ""
+    mine = {k: v for k, v in _series_desc(cand).items() if k not in vary}
+
+    def differing(b: Series) -> list[str]:
+        theirs = {k: v for k, v in _series_desc(b).items() if k not in vary}
+        return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+
+    near = min(base, key=lambda b: (len(differing(b)), b.id))
+    theirs = _series_desc(near)
+    keys = differing(near)
+
+    def show(cfg: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={cfg[k]}" if k in cfg else f"no {k}" for k in keys)
+
+    return f": no baseline run with {show(mine)}; the baseline has {show(theirs)}"
+
+
 def _gather(session: Session, req: GateIn) -> _Gathered:
     if req.benchmark is None or req.baseline is None or not req.run_ids:
         raise Invalid("give benchmark, baseline and run_ids", "body")
@@ -125,7 +146,8 @@ def _gather(session: Session, req: GateIn) -> _Gathered:
         c_runs = [i for i in cand_ids if keys[i][1] == sid]
         b_runs = [i for i in base_ids if matching(keys[i][1]) == matching(sid)]
         why = None if b_runs else "no baseline run in this series (same config and GPU" + (
-            f", ignoring {', '.join(vary)})" if vary else ")")
+            f", ignoring {', '.join(vary)})" if vary else ")") + _nearest(
+                s, [series[b] for b in sorted({keys[i][1] for i in base_ids})], vary)
         if vary and b_runs:
             b_series = sorted({keys[i][1] for i in b_runs})
             for key in vary:
@@ -137,7 +159,8 @@ def _gather(session: Session, req: GateIn) -> _Gathered:
                 desc[key] = {"baseline": values[0], "candidate": s.config.get(key)}
             if len(b_series) > 1:
                 b_runs = []
-        for name in names:
+        # an unmatched series is said once, not once per metric
+        for name in names if b_runs or not names else names[:1]:
             d = defs.get(name, MetricDefinition("", "higher", UNKNOWN_THRESHOLD_PCT, False, True))
             c_ids = [i for i in c_runs if name in samples.get(i, {})]
             b_ids = [i for i in b_runs if name in samples.get(i, {})]

@@ -44,7 +44,7 @@ def test_stored_command_line_gives_canonical_keys(tmp_path, fake_gpu_node):
     assert cfg["tp"] == 8 and cfg["input_len"] == 1024 and cfg["output_len"] == 128
     assert cfg["concurrency"] == 1 and cfg["dtype"] == "bfloat16"
     assert rec["hardware"] == {"gpu": "NVIDIA H200", "gpu_count": 8}
-    assert rec["commit"] == "6420fe5c0ffe" and rec["branch"] == "fix/moe-order"
+    assert rec["commit"] == "6420fe5c0ffee1234567890abcdef" and rec["branch"] == "fix/moe-order"
     assert warnings == []
 
 

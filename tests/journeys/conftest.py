@@ -15,6 +15,16 @@ from .shell import PERFWARDEN, Served, env
 @pytest.fixture
 def served(tmp_path):
     """`perfwarden serve` in its own process, on SQLite in the test's folder."""
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def served_shared(tmp_path_factory):
+    """One `perfwarden serve` for the tests of a module that only add runs of their own."""
+    yield from _serve(tmp_path_factory.mktemp("served"))
+
+
+def _serve(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
