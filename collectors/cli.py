@@ -211,7 +211,16 @@ def _emit(records: list[dict], out: str | None, server: str | None,
     --server as one batch, then upload each run's trace set. The whole file is checked before
     anything is posted; `base` is the folder relative trace paths are relative to."""
     from .env import bisect_tag
-    from .record import check, post_records, post_trace, resolve_trace_files, with_key, write_records
+    from .record import (
+        check,
+        check_trace,
+        delete_run,
+        post_records,
+        post_trace,
+        resolve_trace_files,
+        with_key,
+        write_records,
+    )
 
     for rec in records:
         tag = bisect_tag(rec.get("commit"))
@@ -228,22 +237,33 @@ def _emit(records: list[dict], out: str | None, server: str | None,
             print(f"wrote {len(records)} run record(s) to {out}", file=sys.stderr)
             base = Path(out).parent
     if server:
+        # runs and their traces land together (spec/api.md v1.2 item 11): every trace is
+        # checked before anything is posted, and a trace the server refuses takes the runs
+        # of this batch with it
         sets = [resolve_trace_files(rec, base or Path.cwd()) for rec in records]
-        missing = [str(p) for s in sets for p in s if not p.is_file()]
-        if missing:
-            raise CliError(f"trace file {missing[0]} not found (trace_files are relative to the "
-                           "record file)")
+        for files in sets:
+            for f in files:
+                try:
+                    check_trace(f)
+                except ValueError as e:
+                    raise CliError(f"{e}; nothing posted") from None
         ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
                                     for r in records])
         print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
               file=sys.stderr)
-        for rid in ids:
-            print(rid, flush=True)  # ids on stdout, one a line, for scripts
         for rid, files in zip(ids, sets):
             for f in files:
-                res = post_trace(server, rid, f, set_size=len(files))
+                try:
+                    res = post_trace(server, rid, f, set_size=len(files))
+                except RuntimeError as e:
+                    for gone in ids:
+                        delete_run(server, gone)
+                    raise CliError(f"trace file {f}: {e}; run(s) {', '.join(map(str, ids))} "
+                                   "removed, nothing stored") from None
                 print(f"  run {rid}: uploaded trace {f.name} (id {res.get('id')})",
                       file=sys.stderr)
+        for rid in ids:
+            print(rid, flush=True)  # ids on stdout, one a line, for scripts
     if not out and not server:
         json.dump(records, sys.stdout, indent=1)
         print()

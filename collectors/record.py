@@ -122,6 +122,42 @@ def _file_hash(p: Path) -> str:
     return h.hexdigest()
 
 
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
+
+
+def check_trace(path: Path) -> None:
+    """Refuse, in one line, a trace file that is missing, unreadable or plainly not a trace
+    (spec/api.md v1.2 item 11), before its run is posted: a gzip file is read to its end
+    (its checksum), a JSON trace must open with an object, a SQLite export with its header."""
+    import gzip
+    import zlib
+
+    name = str(path)
+    if not path.is_file():
+        raise ValueError(f"trace file {name} not found (trace_files are relative to the record "
+                         "file)")
+    if not path.name.endswith(TRACE_SUFFIXES):
+        raise ValueError(f"trace file {name}: not a trace ({', '.join(TRACE_SUFFIXES[:4])})")
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                head = f.read(1 << 16)
+                while f.read(1 << 20):
+                    pass
+        else:
+            with open(path, "rb") as f:
+                head = f.read(1 << 16)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"trace file {name}: unreadable ({e})") from None
+    if not head:
+        raise ValueError(f"trace file {name}: empty")
+    stem = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if stem.endswith(".json") and head.lstrip()[:1] not in (b"{", b"["):
+        raise ValueError(f"trace file {name}: not a JSON trace")
+    if stem.endswith(".sqlite") and not head.startswith(b"SQLite format 3\x00"):
+        raise ValueError(f"trace file {name}: not a SQLite database")
+
+
 def resolve_trace_files(record: dict, base: Path) -> list[Path]:
     """The record's trace set as paths: relative names are relative to the record file."""
     return [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
@@ -141,6 +177,24 @@ def post_records(server: str, records: list[dict], token: str | None = None,
             return [int(i) for i in json.loads(r.read())["ids"]]
     except urllib.error.HTTPError as e:
         raise RuntimeError(f"server refused the runs ({e.code}): {_message(e)}") from None
+    except urllib.error.URLError as e:
+        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+
+
+def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
+    """DELETE a run (with its samples and traces), whatever baseline holds it."""
+    req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",
+                                 method="DELETE")
+    token = token or os.environ.get("PERFWARDEN_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout):
+            pass
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise RuntimeError(f"server refused to remove run {run_id} ({e.code}): "
+                               f"{_message(e)}") from None
     except urllib.error.URLError as e:
         raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
 
