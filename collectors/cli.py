@@ -492,43 +492,79 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    """On a GPU node with only the collectors: run the blocks and write (or post) the records;
-    the verdict comes from `perfwarden experiment` (full install) or the server."""
+    """On a GPU node with only the collectors: run the blocks, post (`--server`) or write the
+    records; `--until-decided --server` asks the server for the verdict between blocks
+    (spec/api.md v1.2 item 12)."""
     import secrets
     import time
 
-    from .experiment import ExperimentConfig, run_experiment
+    from .experiment import ExperimentConfig, ServerJudge, complete, looks, run_experiment
+    from .record import post_json, post_records
 
-    if args.until_decided:
-        raise CliError("--until-decided judges between blocks: run it with perfwarden's full "
-                       "install (pip install 'perfwarden[all]'), or give --pairs")
+    if args.until_decided and not args.server:
+        raise CliError("--until-decided judges between blocks: give --server URL (the server "
+                       "judges), or run it with perfwarden's full install (pip install "
+                       "'perfwarden[all]')")
+    if args.until_decided and args.max_pairs < args.pairs:
+        raise CliError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     for cmd, flag in ((args.baseline_cmd, "--baseline-cmd"), (args.candidate_cmd, "--candidate-cmd")):
         if "{out}" not in cmd:
             raise CliError(f"{flag}: the command must write its results to {{out}}")
     exp_id = args.id or f"exp-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
     workdir = args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-")
     cfg = ExperimentConfig(baseline_cmd=args.baseline_cmd, candidate_cmd=args.candidate_cmd,
-                           pairs=args.pairs, exp_id=exp_id, benchmark=args.benchmark,
-                           label=args.label, workdir=workdir, timeout_s=args.timeout)
+                           pairs=args.pairs, max_pairs=args.max_pairs if args.until_decided else 0,
+                           exp_id=exp_id, benchmark=args.benchmark, label=args.label,
+                           workdir=workdir, timeout_s=args.timeout)
+    body: dict = {"experiment": exp_id,
+                  "max_looks": looks(args.pairs, args.max_pairs, args.until_decided)}
+    if args.metric:
+        body["metrics"] = args.metric
+    if args.threshold:
+        th = {}
+        for t in args.threshold:
+            name, _, val = t.partition("=")
+            try:
+                th[name] = float(val)
+            except ValueError:
+                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+        body["thresholds"] = th
+    if args.vary:
+        body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
+    judge = None
+    if args.server:
+        server = args.server
+
+        def post(recs: list[dict]) -> None:
+            ids = post_records(server, recs)
+            print(f"posted {len(ids)} run(s) of experiment {exp_id}", file=sys.stderr)
+
+        judge = ServerJudge(body, post, lambda b: post_json(server, "/api/v1/gate", b),
+                            lambda msg: print(msg, file=sys.stderr, flush=True))
     failure = None
     try:
-        run_experiment(cfg)
+        run_experiment(cfg, judge if args.until_decided else None)
     except CliError as e:
         failure = e
-    done: dict[int, set[str]] = {}
-    for r in cfg.records:
-        done.setdefault(r["experiment"]["block"], set()).add(r["experiment"]["arm"])
-    complete = {b for b, arms in done.items() if len(arms) == 2}
-    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
-    if records and (args.out or args.server):
-        _emit(records, args.out, args.server)
+    blocks, records = complete(cfg.records)
+    if records and args.out:
+        _emit(records, args.out, None)
+    if judge is not None and records:
+        judge.flush(records)
     if failure is not None:
-        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(complete)} finished "
+        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(blocks)} finished "
                        "block(s) kept)")
-    print(f"experiment {exp_id}: {len(complete)} block(s); judge it with `perfwarden gate "
-          f"--experiment {exp_id}` against a server, or `perfwarden experiment` locally",
-          file=sys.stderr)
-    return 0
+    if judge is None:
+        print(f"experiment {exp_id}: {len(blocks)} block(s); judge it with `perfwarden gate "
+              f"--experiment {exp_id}` against a server, or `perfwarden experiment` locally",
+              file=sys.stderr)
+        return 0
+    from .report import print_verdict
+
+    result = judge.verdict()
+    print(f"experiment {exp_id}: {len(blocks)} block(s), judged by {args.server}")
+    print_verdict(result)
+    return {"pass": 0, "fail": 1}.get(result["verdict"], 3)
 
 
 def cmd_ingest(args) -> int:

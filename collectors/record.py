@@ -181,6 +181,23 @@ def post_records(server: str, records: list[dict], token: str | None = None,
         raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
 
 
+def post_json(server: str, path: str, body: dict, token: str | None = None,
+              timeout: float = 300) -> dict:
+    """POST a JSON body to the server; its JSON answer, or RuntimeError with its message."""
+    req = urllib.request.Request(server.rstrip("/") + path, data=json.dumps(body).encode(),
+                                 method="POST", headers={"Content-Type": "application/json"})
+    token = token or os.environ.get("PERFWARDEN_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        raise RuntimeError(f"{server} answered {e.code}: {_message(e)}") from None
+    except urllib.error.URLError as e:
+        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+
+
 def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
     """DELETE a run (with its samples and traces), whatever baseline holds it."""
     req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",

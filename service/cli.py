@@ -365,7 +365,8 @@ def cmd_experiment(args) -> int:
     import tempfile
     from datetime import datetime, timezone
 
-    from collectors.experiment import ExperimentConfig, run_experiment
+    from collectors.experiment import ExperimentConfig, looks, run_experiment
+    from collectors.experiment import complete as complete_blocks
     from collectors.record import post_records, write_records
 
     from .gate_report import print_gate
@@ -380,8 +381,8 @@ def cmd_experiment(args) -> int:
                          f"{secrets.token_hex(2)}")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    looks = (args.max_pairs - args.pairs + 1) if args.until_decided else 1
-    body: dict = {"experiment": exp_id, "max_looks": looks}
+    body: dict = {"experiment": exp_id,
+                  "max_looks": looks(args.pairs, args.max_pairs, args.until_decided)}
     if args.metric:
         body["metrics"] = args.metric
     if args.threshold:
@@ -404,10 +405,7 @@ def cmd_experiment(args) -> int:
         run_experiment(cfg, decided if args.until_decided else None)
     except CliError as e:
         failure = e
-    blocks = {r["experiment"]["block"] for r in cfg.records}
-    complete = {b for b in blocks if {r["experiment"]["arm"] for r in cfg.records
-                                      if r["experiment"]["block"] == b} == {"baseline", "candidate"}}
-    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
+    complete, records = complete_blocks(cfg.records)
     if records and args.out:
         write_records(records, args.out)
         print(f"wrote {len(records)} run record(s) of {len(complete)} block(s) to {args.out}",
