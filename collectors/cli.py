@@ -521,14 +521,12 @@ def cmd_experiment(args) -> int:
     if args.metric:
         body["metrics"] = args.metric
     if args.threshold:
-        th = {}
-        for t in args.threshold:
-            name, _, val = t.partition("=")
-            try:
-                th[name] = float(val)
-            except ValueError:
-                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-        body["thresholds"] = th
+        from .metrics import parse_thresholds
+
+        try:
+            body["thresholds"] = parse_thresholds(args.threshold)
+        except ValueError as e:
+            raise CliError(str(e)) from None
     if args.vary:
         body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
     judge = None

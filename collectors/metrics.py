@@ -74,3 +74,15 @@ def seed_rows() -> list[dict]:
 def threshold_pct(name: str) -> float:
     spec = lookup(name)
     return spec.threshold_pct if spec is not None and spec.threshold_pct > 0 else UNKNOWN_THRESHOLD_PCT
+
+
+def parse_thresholds(items: list[str] | None) -> dict[str, float]:
+    """`--threshold METRIC=PCT` values (repeatable); ValueError names the bad one."""
+    out = {}
+    for t in items or []:
+        name, _, val = t.partition("=")
+        try:
+            out[name] = float(val)
+        except ValueError:
+            raise ValueError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+    return out

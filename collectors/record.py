@@ -163,74 +163,55 @@ def resolve_trace_files(record: dict, base: Path) -> list[Path]:
     return [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
 
 
-def post_records(server: str, records: list[dict], token: str | None = None,
-                 timeout: float = 300) -> list[int]:
-    """POST all records as one batch (all or nothing); returns their ids in order."""
-    body = json.dumps({"runs": records}).encode()
-    req = urllib.request.Request(server.rstrip("/") + "/api/v1/runs/batch", data=body,
-                                 method="POST", headers={"Content-Type": "application/json"})
+def _send(server: str, req: urllib.request.Request, refused: str, token: str | None,
+          timeout: float, missing_ok: bool = False) -> bytes:
+    """Send a request (with the token of PERFWARDEN_TOKEN); the answer's body, or RuntimeError
+    naming what the server refused (`refused`) with its message."""
     token = token or os.environ.get("PERFWARDEN_TOKEN")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return [int(i) for i in json.loads(r.read())["ids"]]
+            return r.read()
     except urllib.error.HTTPError as e:
-        raise RuntimeError(f"server refused the runs ({e.code}): {_message(e)}") from None
+        if missing_ok and e.code == 404:
+            return b""
+        raise RuntimeError(f"server refused {refused} ({e.code}): {_message(e)}") from None
     except urllib.error.URLError as e:
         raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+
+
+def _json_request(server: str, path: str, body: object, method: str = "POST"
+                  ) -> urllib.request.Request:
+    return urllib.request.Request(server.rstrip("/") + path, data=json.dumps(body).encode(),
+                                  method=method, headers={"Content-Type": "application/json"})
+
+
+def post_records(server: str, records: list[dict], token: str | None = None,
+                 timeout: float = 300) -> list[int]:
+    """POST all records as one batch (all or nothing); returns their ids in order."""
+    req = _json_request(server, "/api/v1/runs/batch", {"runs": records})
+    return [int(i) for i in json.loads(_send(server, req, "the runs", token, timeout))["ids"]]
+
+
+def post_record(server: str, record: dict, token: str | None = None, timeout: float = 60) -> int:
+    """POST one run record; returns the run id. Raises RuntimeError with the server's message."""
+    req = _json_request(server, "/api/v1/runs", record)
+    return int(json.loads(_send(server, req, "the run", token, timeout))["id"])
 
 
 def post_json(server: str, path: str, body: dict, token: str | None = None,
               timeout: float = 300) -> dict:
-    """POST a JSON body to the server; its JSON answer, or RuntimeError with its message."""
-    req = urllib.request.Request(server.rstrip("/") + path, data=json.dumps(body).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
-    token = token or os.environ.get("PERFWARDEN_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"{server} answered {e.code}: {_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+    """POST a JSON body to the server (the gate, ...); its JSON answer."""
+    return json.loads(_send(server, _json_request(server, path, body), f"POST {path}", token,
+                            timeout))
 
 
 def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
     """DELETE a run (with its samples and traces), whatever baseline holds it."""
     req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",
                                  method="DELETE")
-    token = token or os.environ.get("PERFWARDEN_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout):
-            pass
-    except urllib.error.HTTPError as e:
-        if e.code != 404:
-            raise RuntimeError(f"server refused to remove run {run_id} ({e.code}): "
-                               f"{_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
-
-
-def post_record(server: str, record: dict, token: str | None = None, timeout: float = 60) -> int:
-    """POST one run record; returns the run id. Raises RuntimeError with the server's message."""
-    body = json.dumps(record).encode()
-    req = urllib.request.Request(server.rstrip("/") + "/api/v1/runs", data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    token = token or os.environ.get("PERFWARDEN_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return int(json.loads(r.read())["id"])
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"server refused the run ({e.code}): {_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+    _send(server, req, f"to remove run {run_id}", token, timeout, missing_ok=True)
 
 
 class _ProgressReader:
@@ -265,16 +246,7 @@ def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
         req = urllib.request.Request(url, data=f, method="POST",
                                      headers={"Content-Type": "application/octet-stream",
                                               "Content-Length": str(size)})
-        token = token or os.environ.get("PERFWARDEN_TOKEN")
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raise RuntimeError(f"server refused the trace ({e.code}): {_message(e)}") from None
-        except urllib.error.URLError as e:
-            raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+        return json.loads(_send(server, req, "the trace", token, timeout))
 
 
 def _message(e: urllib.error.HTTPError) -> str:

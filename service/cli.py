@@ -215,14 +215,7 @@ def cmd_gate(args) -> int:
         if args.vary:
             body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
         if args.threshold:
-            th = {}
-            for t in args.threshold:
-                name, _, val = t.partition("=")
-                try:
-                    th[name] = float(val)
-                except ValueError:
-                    raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-            body["thresholds"] = th
+            body["thresholds"] = _thresholds(args.threshold)
         raw = _api(args.server, "POST", "/api/v1/gate", json=body)
     except CliError as e:
         if args.bisect:  # our error, not the commit's: git stops rather than blame it
@@ -324,14 +317,12 @@ def cmd_baseline(args) -> int:
 
 
 def _thresholds(items: list[str] | None) -> dict[str, float]:
-    out = {}
-    for t in items or []:
-        name, _, val = t.partition("=")
-        try:
-            out[name] = float(val)
-        except ValueError:
-            raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-    return out
+    from collectors.metrics import parse_thresholds
+
+    try:
+        return parse_thresholds(items)
+    except ValueError as e:
+        raise CliError(str(e)) from None
 
 
 class _LocalJudge:
