@@ -224,8 +224,9 @@ def _emit(records: list[dict], out: str | None, server: str | None,
 
     for rec in records:
         tag = bisect_tag(rec.get("commit"))
-        if tag:
+        if tag:  # a run of the commit the bisect checked out
             rec["bisect"] = tag
+            rec["commit"] = rec.get("commit") or tag["commit"]
     for i, rec in enumerate(records):
         try:
             check(with_key(rec))

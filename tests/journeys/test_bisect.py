@@ -69,3 +69,40 @@ def test_gate_under_git_bisect_never_blames_a_commit_for_its_own_errors(served, 
     r = run([PERFWARDEN, "gate", "--server", served.url, "--benchmark", "nope", "--baseline",
              "x", "--run", "1", "--bisect"], cwd=tmp_path)
     assert r.returncode == 128 and r.stderr.count("\n") == 1, r.stderr
+
+
+BENCH = '''import json, os, random, subprocess, sys, tempfile, time
+speed = float(open("speed").read())
+if speed <= 0:
+    sys.exit("this commit does not build")
+rec = {"benchmark": "bisect-fake", "config": {"batch_size": 1},
+       "hardware": {"gpu": "cpu", "gpu_count": 1},
+       "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+       "metrics": {"tok_s": {"unit": "tok/s", "direction": "higher",
+                             "samples": [speed * random.uniform(0.999, 1.001) for _ in range(3)]}}}
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    json.dump([rec], f)
+sys.exit(subprocess.call(["perfwarden", "ingest", f.name, "--server", sys.argv[1]]))
+'''
+
+
+def test_skipped_commits_leave_it_undecided(served, tmp_path):
+    # commits 4 and 5 do not build: the first bad commit is one of 4, 5 and 6
+    repo = tmp_path / "engine"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "bench.py").write_text(BENCH)
+    shas = []
+    for i in range(1, 9):
+        (repo / "speed").write_text("0" if i in (4, 5) else "100" if i < 5 else "50")
+        (repo / "CHANGES").write_text(f"change {i}\n")
+        git(repo, "add", "bench.py", "speed", "CHANGES")
+        git(repo, "commit", "-q", "-m", f"change {i}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    r = run([PERFWARDEN, "bisect", "--good", shas[0], "--bad", shas[-1], "--benchmark",
+             "bisect-fake", "--server", served.url, "--", "python3", "bench.py", served.url],
+            cwd=repo)
+    assert r.returncode == 3, r.stdout + r.stderr[-3000:]
+    assert "undecided" in r.stdout and {shas[3], shas[4], shas[5]} <= set(r.stdout.split())
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert not (repo / ".git" / "BISECT_START").exists()
