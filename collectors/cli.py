@@ -89,6 +89,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
     d.add_argument("--kv-cache-gib", type=_positive(float), default=4.0,
                    help="CPU only: memory granted to the KV cache")
+    d.add_argument("--threads", type=_positive(int), default=0,
+                   help="CPU: torch threads per rank (default: OMP_NUM_THREADS, else one per "
+                        "rank when the machine has fewer cores than ranks x 2)")
     d.add_argument("--extra-work", type=int, default=0,
                    help="planted slowdown: extra shared-expert passes per layer")
     d.add_argument("--plant-slowdown-pct", type=_positive(float), default=0.0,
@@ -179,6 +182,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--pr", type=_positive(int))
     i.add_argument("--trials", action="store_true",
                    help="the result files are repeats of one configuration: one run")
+    i.add_argument("--started-at", metavar="ISO8601",
+                   help="when the engine run started (default: the file's own time stamps, "
+                        "else its modification time)")
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
@@ -204,8 +210,23 @@ def _emit(records: list[dict], out: str | None, server: str | None,
     """Write records (with content-derived idempotency keys) to --out and/or post them to
     --server as one batch, then upload each run's trace set. The whole file is checked before
     anything is posted; `base` is the folder relative trace paths are relative to."""
-    from .record import check, post_records, post_trace, resolve_trace_files, with_key, write_records
+    from .env import bisect_tag
+    from .record import (
+        check,
+        check_trace,
+        delete_run,
+        post_records,
+        post_trace,
+        resolve_trace_files,
+        with_key,
+        write_records,
+    )
 
+    for rec in records:
+        tag = bisect_tag(rec.get("commit"))
+        if tag:  # a run of the commit the bisect checked out
+            rec["bisect"] = tag
+            rec["commit"] = rec.get("commit") or tag["commit"]
     for i, rec in enumerate(records):
         try:
             check(with_key(rec))
@@ -217,22 +238,33 @@ def _emit(records: list[dict], out: str | None, server: str | None,
             print(f"wrote {len(records)} run record(s) to {out}", file=sys.stderr)
             base = Path(out).parent
     if server:
+        # runs and their traces land together (spec/api.md v1.2 item 11): every trace is
+        # checked before anything is posted, and a trace the server refuses takes the runs
+        # of this batch with it
         sets = [resolve_trace_files(rec, base or Path.cwd()) for rec in records]
-        missing = [str(p) for s in sets for p in s if not p.is_file()]
-        if missing:
-            raise CliError(f"trace file {missing[0]} not found (trace_files are relative to the "
-                           "record file)")
+        for files in sets:
+            for f in files:
+                try:
+                    check_trace(f)
+                except ValueError as e:
+                    raise CliError(f"{e}; nothing posted") from None
         ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
                                     for r in records])
         print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
               file=sys.stderr)
-        for rid in ids:
-            print(rid, flush=True)  # ids on stdout, one a line, for scripts
         for rid, files in zip(ids, sets):
             for f in files:
-                res = post_trace(server, rid, f, set_size=len(files))
+                try:
+                    res = post_trace(server, rid, f, set_size=len(files))
+                except RuntimeError as e:
+                    for gone in ids:
+                        delete_run(server, gone)
+                    raise CliError(f"trace file {f}: {e}; run(s) {', '.join(map(str, ids))} "
+                                   "removed, nothing stored") from None
                 print(f"  run {rid}: uploaded trace {f.name} (id {res.get('id')})",
                       file=sys.stderr)
+        for rid in ids:
+            print(rid, flush=True)  # ids on stdout, one a line, for scripts
     if not out and not server:
         json.dump(records, sys.stdout, indent=1)
         print()
@@ -267,30 +299,53 @@ def cmd_collect_decode(args) -> int:
         else [args.cuda_graphs]
     if True in graphs and args.device != "cuda":
         raise CliError("--cuda-graphs (or --graphs on|both) needs --device cuda")
+    # without --workdir, a temporary folder that goes when the records are written or posted
+    temp = "" if args.workdir else tempfile.mkdtemp(prefix="perfwarden-decode-")
     cfg = DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
                        trials=args.trials, steps=args.steps, warmup=args.warmup,
                        order=args.order[0], cuda_graphs=graphs[0], profile=args.profile,
                        profile_steps=args.profile_steps,
                        profile_batch_sizes=args.profile_batch_sizes, shape=shape,
                        kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
-                       plant_pct=args.plant_slowdown_pct, workdir=args.workdir or "",
+                       threads=args.threads if args.device == "cpu" else 0,
+                       plant_pct=args.plant_slowdown_pct, workdir=args.workdir or temp,
                        deterministic=args.deterministic,
                        benchmark=args.benchmark, label=args.label,
                        profile_timeout=args.profile_timeout, routed_kernel=args.routed_kernel,
                        quiet=args.quiet)
     cells = [(o, g) for g in graphs for o in args.order]
+    records = []
     try:
-        records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
-    except (RuntimeError, ValueError) as e:
-        raise CliError(str(e)) from None
+        try:
+            records = run(cfg) if len(cells) == 1 else _sweep(cfg, cells)
+        except (RuntimeError, ValueError) as e:
+            raise CliError(str(e)) from None
+        _report_decode(records)
+        _emit(records, args.out, args.server)
+    finally:
+        if temp:
+            _remove_temp(Path(temp), records, args)
+    return 0
+
+
+def _remove_temp(work: Path, records: list[dict], args) -> None:  # noqa: ANN001 - Namespace
+    """The temporary folder goes, unless its traces are all that the printed records name."""
+    import shutil
+
+    if not args.out and not args.server and any(r.get("trace_files") for r in records):
+        print(f"traces kept in {work} (give --out or --workdir to keep them elsewhere)",
+              file=sys.stderr)
+        return
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _report_decode(records: list[dict]) -> None:
     for r in records:
         s = r["metrics"]["tok_s"]["samples"]
         print(f"M={r['config']['batch_size']}: tok/s mean {sum(s) / len(s):.2f} over {len(s)} "
               f"trials, KV cache {r['metrics']['kv_capacity_tokens']['samples'][0]:,} tokens, "
               f"{r['determinism']['identical']}/{r['determinism']['repeats']} bitwise identical",
               file=sys.stderr)
-    _emit(records, args.out, args.server)
-    return 0
 
 
 def _sweep(cfg, cells: list[tuple[str, bool]]) -> list[dict]:  # noqa: ANN001 - DecodeConfig
@@ -438,43 +493,77 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    """On a GPU node with only the collectors: run the blocks and write (or post) the records;
-    the verdict comes from `perfwarden experiment` (full install) or the server."""
+    """On a GPU node with only the collectors: run the blocks, post (`--server`) or write the
+    records; `--until-decided --server` asks the server for the verdict between blocks
+    (spec/api.md v1.2 item 12)."""
     import secrets
     import time
 
-    from .experiment import ExperimentConfig, run_experiment
+    from .experiment import ExperimentConfig, ServerJudge, complete, looks, run_experiment
+    from .record import post_json, post_records
 
-    if args.until_decided:
-        raise CliError("--until-decided judges between blocks: run it with perfwarden's full "
-                       "install (pip install 'perfwarden[all]'), or give --pairs")
+    if args.until_decided and not args.server:
+        raise CliError("--until-decided judges between blocks: give --server URL (the server "
+                       "judges), or run it with perfwarden's full install (pip install "
+                       "'perfwarden[all]')")
+    if args.until_decided and args.max_pairs < args.pairs:
+        raise CliError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     for cmd, flag in ((args.baseline_cmd, "--baseline-cmd"), (args.candidate_cmd, "--candidate-cmd")):
         if "{out}" not in cmd:
             raise CliError(f"{flag}: the command must write its results to {{out}}")
     exp_id = args.id or f"exp-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
     workdir = args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-")
     cfg = ExperimentConfig(baseline_cmd=args.baseline_cmd, candidate_cmd=args.candidate_cmd,
-                           pairs=args.pairs, exp_id=exp_id, benchmark=args.benchmark,
-                           label=args.label, workdir=workdir, timeout_s=args.timeout)
+                           pairs=args.pairs, max_pairs=args.max_pairs if args.until_decided else 0,
+                           exp_id=exp_id, benchmark=args.benchmark, label=args.label,
+                           workdir=workdir, timeout_s=args.timeout)
+    body: dict = {"experiment": exp_id,
+                  "max_looks": looks(args.pairs, args.max_pairs, args.until_decided)}
+    if args.metric:
+        body["metrics"] = args.metric
+    if args.threshold:
+        from .metrics import parse_thresholds
+
+        try:
+            body["thresholds"] = parse_thresholds(args.threshold)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+    if args.vary:
+        body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
+    judge = None
+    if args.server:
+        server = args.server
+
+        def post(recs: list[dict]) -> None:
+            ids = post_records(server, recs)
+            print(f"posted {len(ids)} run(s) of experiment {exp_id}", file=sys.stderr)
+
+        judge = ServerJudge(body, post, lambda b: post_json(server, "/api/v1/gate", b),
+                            lambda msg: print(msg, file=sys.stderr, flush=True))
     failure = None
     try:
-        run_experiment(cfg)
+        run_experiment(cfg, judge if args.until_decided else None)
     except CliError as e:
         failure = e
-    done: dict[int, set[str]] = {}
-    for r in cfg.records:
-        done.setdefault(r["experiment"]["block"], set()).add(r["experiment"]["arm"])
-    complete = {b for b, arms in done.items() if len(arms) == 2}
-    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
-    if records and (args.out or args.server):
-        _emit(records, args.out, args.server)
+    blocks, records = complete(cfg.records)
+    if records and args.out:
+        _emit(records, args.out, None)
+    if judge is not None and records:
+        judge.flush(records)
     if failure is not None:
-        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(complete)} finished "
+        raise CliError(f"{failure} (experiment {exp_id} stopped; {len(blocks)} finished "
                        "block(s) kept)")
-    print(f"experiment {exp_id}: {len(complete)} block(s); judge it with `perfwarden gate "
-          f"--experiment {exp_id}` against a server, or `perfwarden experiment` locally",
-          file=sys.stderr)
-    return 0
+    if judge is None:
+        print(f"experiment {exp_id}: {len(blocks)} block(s); judge it with `perfwarden gate "
+              f"--experiment {exp_id}` against a server, or `perfwarden experiment` locally",
+              file=sys.stderr)
+        return 0
+    from .report import print_verdict
+
+    result = judge.verdict()
+    print(f"experiment {exp_id}: {len(blocks)} block(s), judged by {args.server}")
+    print_verdict(result)
+    return {"pass": 0, "fail": 1}.get(result["verdict"], 3)
 
 
 def cmd_ingest(args) -> int:
@@ -487,9 +576,20 @@ def cmd_ingest(args) -> int:
         if not sep or not key:
             raise CliError(f"--config {item!r}: expected KEY=VALUE")
         config[key] = _config_value(value)
+    started = None
+    if args.started_at:
+        from datetime import datetime, timezone
+
+        try:
+            t = datetime.fromisoformat(args.started_at.replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(f"--started-at {args.started_at!r}: expected ISO 8601 "
+                           "(2026-11-28T10:15:00Z)") from None
+        t = t.replace(tzinfo=t.tzinfo or timezone.utc).astimezone(timezone.utc)
+        started = t.strftime("%Y-%m-%dT%H:%M:%SZ")
     ident = Identity(config=config, commit=args.commit, branch=args.branch, gpu=args.gpu,
                      gpu_count=args.gpu_count, repository=args.repository, pr=args.pr,
-                     detect=not args.no_detect)
+                     started_at=started, detect=not args.no_detect)
     try:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
                                    batch_size=args.batch_size, output_len=args.output_len,

@@ -21,9 +21,14 @@ def _run(cmd: list[str], cwd: str | None = None) -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+BISECT_ENV = "PERFWARDEN_BISECT"  # set by `perfwarden bisect`: the bisect's id
+BISECT_COMMIT_ENV = "PERFWARDEN_BISECT_COMMIT"  # ... and the full SHA of the commit under test
+
+
 def git_info(cwd: str | None = None) -> dict:
+    """The checked-out commit (its full SHA, spec/api.md v1.2 item 7) and branch."""
     out = {}
-    commit = _run(["git", "rev-parse", "--short=12", "HEAD"], cwd)
+    commit = _run(["git", "rev-parse", "HEAD"], cwd)
     if commit:
         out["commit"] = commit
         branch = _run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd)
@@ -33,11 +38,25 @@ def git_info(cwd: str | None = None) -> dict:
 
 
 def git_identity(cwd: str | None = None) -> dict:
-    """The commit under test: GITHUB_SHA / GITHUB_REF_NAME in CI, else the working repository."""
+    """The commit under test: during `perfwarden bisect` the commit it checked out; else
+    GITHUB_SHA / GITHUB_REF_NAME in CI, else the working repository."""
+    bisected = os.environ.get(BISECT_COMMIT_ENV)
+    if os.environ.get(BISECT_ENV):
+        return {"commit": bisected} if bisected else {k: v for k, v in git_info(cwd).items()
+                                                      if k == "commit"}
     sha, ref = os.environ.get("GITHUB_SHA"), os.environ.get("GITHUB_REF_NAME")
     if sha:
-        return {"commit": sha[:12], **({"branch": ref} if ref else {})}
+        return {"commit": sha, **({"branch": ref} if ref else {})}
     return git_info(cwd)
+
+
+def bisect_tag(commit: str | None) -> dict | None:
+    """The `bisect {id, commit}` tag of a record posted during `perfwarden bisect` (None
+    outside one): such runs never enter a history."""
+    bid = os.environ.get(BISECT_ENV)
+    if not bid:
+        return None
+    return {"id": bid, "commit": os.environ.get(BISECT_COMMIT_ENV) or commit}
 
 
 def nvidia_smi_gpus() -> list[str]:

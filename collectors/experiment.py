@@ -7,7 +7,9 @@ outputs to the path substituted for `{out}`; the runner reads them with the same
 `perfwarden ingest` and tags every record with `experiment {id, arm, block, looks}` (looks: the
 number of looks the experiment was planned with, `max_pairs - pairs + 1` with --until-decided,
 else 1; spec/api.md v1.2 item 4, so every later asker judges it at alpha / looks). The decision
-whether to add blocks is the caller's (`should_stop`), so the statistics stay in the service.
+whether to add blocks is the judge's, passed in (`should_stop`): the full install judges on a
+local database, a GPU node asks the server (`server_judge`), so the statistics stay in the
+service. The block bookkeeping (which blocks are complete) lives here once.
 """
 from __future__ import annotations
 
@@ -93,6 +95,48 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
     _log(cfg, f"  block {block} {arm}: {len(records)} record(s) in "
               f"{time.monotonic() - started:.1f} s")
     return records
+
+
+def complete(records: list[dict]) -> tuple[list[int], list[dict]]:
+    """The blocks that hold both arms, and their records (a stopped experiment keeps these)."""
+    arms: dict[int, set[str]] = {}
+    for r in records:
+        arms.setdefault(r["experiment"]["block"], set()).add(r["experiment"]["arm"])
+    done = sorted(b for b, a in arms.items() if a == {BASELINE, CANDIDATE})
+    keep = set(done)
+    return done, [r for r in records if r["experiment"]["block"] in keep]
+
+
+def looks(pairs: int, max_pairs: int, until_decided: bool) -> int:
+    """The looks an experiment is planned with (spec/api.md v1.2 item 4)."""
+    return max_pairs - pairs + 1 if until_decided else 1
+
+
+class ServerJudge:
+    """`should_stop` for a node without the service (spec/api.md v1.2 item 12): each finished
+    block is posted, then the server's gate gives the experiment's verdict between blocks."""
+
+    def __init__(self, body: dict, post: Callable[[list[dict]], object],
+                 ask: Callable[[dict], dict], log: Callable[[str], None]):
+        self.body, self.post, self.ask, self.log = body, post, ask, log
+        self.posted: set[int] = set()
+
+    def flush(self, records: list[dict]) -> None:
+        """Post the complete blocks not yet posted."""
+        _, recs = complete(records)
+        new = [r for r in recs if r["experiment"]["block"] not in self.posted]
+        if new:
+            self.post(new)
+            self.posted.update(r["experiment"]["block"] for r in new)
+
+    def verdict(self) -> dict:
+        return self.ask(self.body)
+
+    def __call__(self, records: list[dict], blocks: int) -> bool:
+        self.flush(records)
+        verdict = self.verdict()["verdict"]
+        self.log(f"experiment {self.body['experiment']}: after {blocks} block(s): {verdict}")
+        return verdict != "inconclusive"
 
 
 def run_experiment(cfg: ExperimentConfig,

@@ -45,6 +45,9 @@ _FIXED = (
     MetricSpec("tok_s", "tok/s", HIGHER, 0.5),
     MetricSpec("total_tok_s", "tok/s", HIGHER, 0.5),
     MetricSpec("req_s", "req/s", HIGHER, 0.5),
+    # the CPU decode benchmark: tokens per CPU-second of the rank, which other processes on a
+    # shared machine do not move the way they move wall-clock tok/s
+    MetricSpec("cpu_tok_s", "tok/s", HIGHER, 5.0),
     MetricSpec("latency_s", "s", LOWER, 1.0),
     MetricSpec("kv_capacity_tokens", "tokens", HIGHER, 0.0, exact=True),
     MetricSpec("kv_max_concurrency", "x", HIGHER, 0.0, exact=True),
@@ -94,3 +97,15 @@ def seed_rows() -> list[dict]:
 def threshold_pct(name: str) -> float:
     spec = lookup(name)
     return spec.threshold_pct if spec is not None and spec.threshold_pct > 0 else UNKNOWN_THRESHOLD_PCT
+
+
+def parse_thresholds(items: list[str] | None) -> dict[str, float]:
+    """`--threshold METRIC=PCT` values (repeatable); ValueError names the bad one."""
+    out = {}
+    for t in items or []:
+        name, _, val = t.partition("=")
+        try:
+            out[name] = float(val)
+        except ValueError:
+            raise ValueError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+    return out

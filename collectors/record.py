@@ -39,6 +39,8 @@ def idempotency_key(record: dict) -> str:
     """A key derived from the record's content (benchmark, config, hardware, start time and
     samples), so posting the same file twice stores nothing twice (spec/api.md v1.1)."""
     content = {k: record.get(k) for k in KEY_FIELDS}
+    if record.get("bisect"):  # a bisect's run is another run than the same record outside it
+        content["bisect"] = record["bisect"]
     content["samples"] = {n: m.get("samples") for n, m in sorted((record.get("metrics") or {}).items())}
     blob = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
     return "pw1-" + hashlib.sha256(blob).hexdigest()[:40]
@@ -101,6 +103,8 @@ def _copy_beside(f: str, folder: Path, base: Path) -> str:
     src = Path(f)
     if not src.is_absolute():
         return f
+    if src.resolve().is_relative_to(base.resolve()):  # already in the record's folder
+        return str(src.resolve().relative_to(base.resolve()))
     folder.mkdir(exist_ok=True)
     dst = folder / src.name
     if dst.exists() and src.resolve() != dst.resolve() and _file_hash(dst) != _file_hash(src):
@@ -118,44 +122,96 @@ def _file_hash(p: Path) -> str:
     return h.hexdigest()
 
 
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
+
+
+def check_trace(path: Path) -> None:
+    """Refuse, in one line, a trace file that is missing, unreadable or plainly not a trace
+    (spec/api.md v1.2 item 11), before its run is posted: a gzip file is read to its end
+    (its checksum), a JSON trace must open with an object, a SQLite export with its header."""
+    import gzip
+    import zlib
+
+    name = str(path)
+    if not path.is_file():
+        raise ValueError(f"trace file {name} not found (trace_files are relative to the record "
+                         "file)")
+    if not path.name.endswith(TRACE_SUFFIXES):
+        raise ValueError(f"trace file {name}: not a trace ({', '.join(TRACE_SUFFIXES[:4])})")
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                head = f.read(1 << 16)
+                while f.read(1 << 20):
+                    pass
+        else:
+            with open(path, "rb") as f:
+                head = f.read(1 << 16)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"trace file {name}: unreadable ({e})") from None
+    if not head:
+        raise ValueError(f"trace file {name}: empty")
+    stem = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if stem.endswith(".json") and head.lstrip()[:1] not in (b"{", b"["):
+        raise ValueError(f"trace file {name}: not a JSON trace")
+    if stem.endswith(".sqlite") and not head.startswith(b"SQLite format 3\x00"):
+        raise ValueError(f"trace file {name}: not a SQLite database")
+
+
 def resolve_trace_files(record: dict, base: Path) -> list[Path]:
     """The record's trace set as paths: relative names are relative to the record file."""
     return [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
 
 
-def post_records(server: str, records: list[dict], token: str | None = None,
-                 timeout: float = 300) -> list[int]:
-    """POST all records as one batch (all or nothing); returns their ids in order."""
-    body = json.dumps({"runs": records}).encode()
-    req = urllib.request.Request(server.rstrip("/") + "/api/v1/runs/batch", data=body,
-                                 method="POST", headers={"Content-Type": "application/json"})
+def _send(server: str, req: urllib.request.Request, refused: str, token: str | None,
+          timeout: float, missing_ok: bool = False) -> bytes:
+    """Send a request (with the token of PERFWARDEN_TOKEN); the answer's body, or RuntimeError
+    naming what the server refused (`refused`) with its message."""
     token = token or os.environ.get("PERFWARDEN_TOKEN")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
-            return [int(i) for i in json.loads(r.read())["ids"]]
+            return r.read()
     except urllib.error.HTTPError as e:
-        raise RuntimeError(f"server refused the runs ({e.code}): {_message(e)}") from None
+        if missing_ok and e.code == 404:
+            return b""
+        raise RuntimeError(f"server refused {refused} ({e.code}): {_message(e)}") from None
     except urllib.error.URLError as e:
         raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+
+
+def _json_request(server: str, path: str, body: object, method: str = "POST"
+                  ) -> urllib.request.Request:
+    return urllib.request.Request(server.rstrip("/") + path, data=json.dumps(body).encode(),
+                                  method=method, headers={"Content-Type": "application/json"})
+
+
+def post_records(server: str, records: list[dict], token: str | None = None,
+                 timeout: float = 300) -> list[int]:
+    """POST all records as one batch (all or nothing); returns their ids in order."""
+    req = _json_request(server, "/api/v1/runs/batch", {"runs": records})
+    return [int(i) for i in json.loads(_send(server, req, "the runs", token, timeout))["ids"]]
 
 
 def post_record(server: str, record: dict, token: str | None = None, timeout: float = 60) -> int:
     """POST one run record; returns the run id. Raises RuntimeError with the server's message."""
-    body = json.dumps(record).encode()
-    req = urllib.request.Request(server.rstrip("/") + "/api/v1/runs", data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    token = token or os.environ.get("PERFWARDEN_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return int(json.loads(r.read())["id"])
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"server refused the run ({e.code}): {_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+    req = _json_request(server, "/api/v1/runs", record)
+    return int(json.loads(_send(server, req, "the run", token, timeout))["id"])
+
+
+def post_json(server: str, path: str, body: dict, token: str | None = None,
+              timeout: float = 300) -> dict:
+    """POST a JSON body to the server (the gate, ...); its JSON answer."""
+    return json.loads(_send(server, _json_request(server, path, body), f"POST {path}", token,
+                            timeout))
+
+
+def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
+    """DELETE a run (with its samples and traces), whatever baseline holds it."""
+    req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",
+                                 method="DELETE")
+    _send(server, req, f"to remove run {run_id}", token, timeout, missing_ok=True)
 
 
 class _ProgressReader:
@@ -190,16 +246,7 @@ def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
         req = urllib.request.Request(url, data=f, method="POST",
                                      headers={"Content-Type": "application/octet-stream",
                                               "Content-Length": str(size)})
-        token = token or os.environ.get("PERFWARDEN_TOKEN")
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raise RuntimeError(f"server refused the trace ({e.code}): {_message(e)}") from None
-        except urllib.error.URLError as e:
-            raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+        return json.loads(_send(server, req, "the trace", token, timeout))
 
 
 def _message(e: urllib.error.HTTPError) -> str:

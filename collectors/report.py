@@ -79,3 +79,18 @@ def print_diff(d: dict) -> None:
     for k in d["kernels"][:15]:
         print(f"  {_short(k['name'], 55):<55} {_f(k['base_per_step_us']):>8} "
               f"{_f(k['candidate_per_step_us']):>8} {k['delta_per_step_us']:>+8.1f} {k['status']}")
+
+
+def print_verdict(g: dict) -> None:
+    """The gate's answer (POST /api/v1/gate) as a table, on a node without the service."""
+    print(f"verdict: {g['verdict'].upper()}  ({g.get('benchmark')}: runs "
+          f"{g.get('candidate_run_ids')} vs baseline {g.get('baseline')})")
+    print(f"\n  {'metric':<22} {'change':>9} {'interval':>19} {'thr':>6}  verdict")
+    for m in g.get("metrics", []):
+        lo, hi = m.get("ci_low_pct"), m.get("ci_high_pct")
+        ci = "-" if lo is None or hi is None else f"{lo:+.2f}..{hi:+.2f}%"
+        delta = "-" if m.get("delta_pct") is None else f"{m['delta_pct']:+.2f}%"
+        print(f"  {m['name']:<22} {delta:>9} {ci:>19} {m['threshold_pct']:>5g}%  {m['verdict']}")
+    for m in g.get("metrics", []):
+        if m["verdict"] != "pass" and m.get("reason"):
+            print(f"  - {m['name']}: {m['reason']}")

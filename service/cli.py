@@ -5,6 +5,7 @@ that has only the collectors' dependencies.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -170,6 +171,7 @@ def _api(server: str, method: str, path: str, **kw) -> dict:
 
 
 EXIT_BISECT_SKIP = 125  # `git bisect run`: this commit cannot be judged
+EXIT_BISECT_ABORT = 128  # `git bisect run`: stop the bisect (an error of ours, not the commit's)
 
 
 def _git_head() -> str:
@@ -213,19 +215,12 @@ def cmd_gate(args) -> int:
         if args.vary:
             body["vary"] = [k.strip() for v in args.vary for k in v.split(",") if k.strip()]
         if args.threshold:
-            th = {}
-            for t in args.threshold:
-                name, _, val = t.partition("=")
-                try:
-                    th[name] = float(val)
-                except ValueError:
-                    raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-            body["thresholds"] = th
+            body["thresholds"] = _thresholds(args.threshold)
         raw = _api(args.server, "POST", "/api/v1/gate", json=body)
     except CliError as e:
-        if args.bisect:  # an error is no evidence either way: skip this commit
+        if args.bisect:  # our error, not the commit's: git stops rather than blame it
             print(f"error: {e}", file=sys.stderr)
-            return EXIT_BISECT_SKIP
+            return EXIT_BISECT_ABORT
         raise
     result = GateOut.model_validate(raw)
     if args.json:
@@ -234,7 +229,9 @@ def cmd_gate(args) -> int:
     else:
         print_gate(result)
     if args.bisect:
-        return {"pass": 0, "fail": 1}.get(result.verdict, EXIT_BISECT_SKIP)
+        from .usecases.bisect import step_code
+
+        return step_code(result.verdict)
     return {"pass": EXIT_PASS, "fail": EXIT_REGRESSION}.get(result.verdict, EXIT_INCONCLUSIVE)
 
 
@@ -320,14 +317,12 @@ def cmd_baseline(args) -> int:
 
 
 def _thresholds(items: list[str] | None) -> dict[str, float]:
-    out = {}
-    for t in items or []:
-        name, _, val = t.partition("=")
-        try:
-            out[name] = float(val)
-        except ValueError:
-            raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-    return out
+    from collectors.metrics import parse_thresholds
+
+    try:
+        return parse_thresholds(items)
+    except ValueError as e:
+        raise CliError(str(e)) from None
 
 
 class _LocalJudge:
@@ -361,7 +356,8 @@ def cmd_experiment(args) -> int:
     import tempfile
     from datetime import datetime, timezone
 
-    from collectors.experiment import ExperimentConfig, run_experiment
+    from collectors.experiment import ExperimentConfig, looks, run_experiment
+    from collectors.experiment import complete as complete_blocks
     from collectors.record import post_records, write_records
 
     from .gate_report import print_gate
@@ -376,8 +372,8 @@ def cmd_experiment(args) -> int:
                          f"{secrets.token_hex(2)}")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    looks = (args.max_pairs - args.pairs + 1) if args.until_decided else 1
-    body: dict = {"experiment": exp_id, "max_looks": looks}
+    body: dict = {"experiment": exp_id,
+                  "max_looks": looks(args.pairs, args.max_pairs, args.until_decided)}
     if args.metric:
         body["metrics"] = args.metric
     if args.threshold:
@@ -400,10 +396,7 @@ def cmd_experiment(args) -> int:
         run_experiment(cfg, decided if args.until_decided else None)
     except CliError as e:
         failure = e
-    blocks = {r["experiment"]["block"] for r in cfg.records}
-    complete = {b for b in blocks if {r["experiment"]["arm"] for r in cfg.records
-                                      if r["experiment"]["block"] == b} == {"baseline", "candidate"}}
-    records = [r for r in cfg.records if r["experiment"]["block"] in complete]
+    complete, records = complete_blocks(cfg.records)
     if records and args.out:
         write_records(records, args.out)
         print(f"wrote {len(records)} run record(s) of {len(complete)} block(s) to {args.out}",
@@ -462,6 +455,75 @@ def cmd_attribute(args) -> int:
             print(f"  {f.key:<18} {100 * f.explains:>8.1f}% {p:>9} {f.effect:>10.3g}  "
                   f"{', '.join(map(str, f.levels))}")
     return 0
+
+
+def _bisect_plan(args):  # noqa: ANN001 - Namespace
+    import secrets
+    from datetime import datetime, timezone
+
+    from .usecases.bisect import Plan
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
+    if not cmd:
+        raise CliError("bisect: give the command that collects and posts runs after --")
+    if args.runs < 1:
+        raise CliError("--runs must be at least 1")
+    bid = args.id or f"bisect-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+    def api(method: str, path: str, **kw) -> dict:
+        return _api(args.server, method, path, **kw)
+
+    return Plan(bisect_id=bid, benchmark=args.benchmark, api=api, cmd=cmd, runs=args.runs,
+                metrics=args.metric, thresholds=_thresholds(args.threshold) or None)
+
+
+def cmd_bisect(args) -> int:
+    """`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md v1.2 item 8); with
+    `--step` one commit of the `git bisect run` it drives."""
+    from .gate_report import print_gate
+    from .schemas import GateOut
+    from .usecases import bisect as uc
+
+    def show(raw: dict) -> None:
+        print_gate(GateOut.model_validate(raw))
+
+    plan = _bisect_plan(args)
+    if args.step:
+        try:
+            plan.reference = [int(x) for x in (args.reference or "").split(",") if x]
+        except ValueError:
+            raise CliError(f"--reference {args.reference!r}: expected run ids") from None
+        if not plan.reference:
+            raise CliError("--step needs --reference RUN,RUN,...")
+        try:
+            return uc.step(plan, show)
+        except (CliError, uc.BisectError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return uc.ABORT
+    if not args.good or not args.bad:
+        raise CliError("bisect: give --good REF and --bad REF")
+    step_argv = [sys.executable, "-m", "service.cli", "bisect", "--step", "--id", plan.bisect_id,
+                 "--benchmark", args.benchmark, "--server", args.server, "--runs", str(args.runs)]
+    for m in args.metric or []:
+        step_argv += ["--metric", m]
+    for t in args.threshold or []:
+        step_argv += ["--threshold", t]
+    try:
+        out = uc.bisect(plan, args.good, args.bad, step_argv)
+    except uc.BisectError as e:
+        raise CliError(str(e)) from None
+    if out.exit_code == uc.UNDECIDED:
+        print(f"bisect {plan.bisect_id}: undecided: skipped commits left {len(out.candidates)} "
+              "candidate(s) for the first bad commit:")
+        for c in out.candidates:
+            print(f"  {c}")
+        return EXIT_INCONCLUSIVE
+    assert out.first_bad is not None
+    print(f"first bad commit: {out.first_bad} {out.subject}")
+    print(f"bisect {plan.bisect_id}: reference runs {plan.reference} at {args.good}")
+    if out.gate is not None:
+        show(out.gate)
+    return EXIT_PASS
 
 
 def cmd_comment(args) -> int:
@@ -556,6 +618,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_attribute)
 
+    p = sub.add_parser("bisect", help="find the first bad commit: reference runs at --good, then "
+                       "`git bisect run` with CMD at each step (exit 0 found, 3 undecided, 2 error)")
+    p.add_argument("--good", metavar="REF")
+    p.add_argument("--bad", metavar="REF")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--server", required=True)
+    p.add_argument("--runs", type=int, default=3, help="runs of CMD per commit (default 3)")
+    p.add_argument("--metric", action="append")
+    p.add_argument("--threshold", action="append", metavar="METRIC=PCT")
+    p.add_argument("--id", help=argparse.SUPPRESS)
+    p.add_argument("--step", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--reference", help=argparse.SUPPRESS)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ... (posts runs with --server)")
+    p.set_defaults(func=cmd_bisect)
+
     # the collectors define `experiment` (run and write records); here it also judges
     sub.choices["experiment"].set_defaults(func=cmd_experiment)
 
@@ -571,7 +648,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dashboard-url")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=cmd_comment)
-    return dispatch(parser, argv)
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["gate"] and "--bisect" in args_in:
+        return _bisect_exit(parser, args_in)
+    if args_in[:1] == ["bisect"] and "--step" in args_in:
+        return _bisect_exit(parser, args_in)
+    return dispatch(parser, args_in)
+
+
+def _bisect_exit(parser, argv: list[str]) -> int:  # noqa: ANN001 - ArgumentParser
+    """Under `git bisect run`, any error of the command itself, a usage error included, is
+    128: git stops the bisect instead of blaming the commit (2 would read as "bad")."""
+    try:
+        rc = dispatch(parser, argv)
+    except SystemExit as e:
+        return 0 if e.code in (0, None) else EXIT_BISECT_ABORT
+    return EXIT_BISECT_ABORT if rc == EXIT_ERROR else rc
 
 
 if __name__ == "__main__":

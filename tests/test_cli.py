@@ -196,7 +196,7 @@ def test_gate_vary_bisect_and_baseline_commands(live_server, tmp_path):
     assert r.returncode == 125  # inconclusive: skip
     r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
             *late1, "--bisect")
-    assert r.returncode == 125 and "not found" in r.stderr  # an error is no evidence: skip
+    assert r.returncode == 128 and "not found" in r.stderr  # our error: git stops the bisect
     # a label is no baseline name: exit 2, unless asked for as label:
     r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
             *late1)

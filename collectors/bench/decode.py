@@ -46,6 +46,7 @@ class DecodeConfig:
     gpu_memory_utilization: float = 0.9
     kv_cache_gib: float = 4.0  # CPU only: memory granted to the KV cache
     extra_work: int = 0
+    threads: int = 0  # CPU: torch threads per rank (0: OMP_NUM_THREADS, else cpu_threads())
     plant_pct: float = 0.0  # planted slowdown, percent of the step time (CUDA only)
     deterministic: bool = False  # torch.use_deterministic_algorithms + a fixed cuBLAS workspace
     seed: int = 1234
@@ -69,9 +70,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def cpu_threads(tp: int, given: int = 0, cores: int | None = None) -> int:
+    """Torch threads per rank on the CPU: `--threads`, else OMP_NUM_THREADS, else one per rank
+    when the machine has fewer cores than ranks x 2 (oversubscribed threads make a shared
+    machine's runs differ by 2x), else the cores shared out among the ranks."""
+    if given > 0:
+        return given
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp)
+    cores = cores or os.cpu_count() or 1
+    return 1 if cores < 2 * tp else max(1, cores // tp)
+
+
 def run(cfg: DecodeConfig) -> list[dict]:
     """Run every batch size; returns run records (without trace files attached)."""
     import torch
+
+    if cfg.device == "cpu":
+        cfg.threads = cpu_threads(cfg.tp, cfg.threads)
 
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("--device cuda: no CUDA device is visible")
@@ -81,7 +98,8 @@ def run(cfg: DecodeConfig) -> list[dict]:
         raise RuntimeError("--cuda-graphs needs --device cuda")
     if cfg.routed_kernel == "resident" and cfg.device != "cuda":
         raise RuntimeError("--routed-kernel resident needs --device cuda")
-    cfg.workdir = cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-decode-")
+    # absolute, so the trace paths it names hold wherever the command is run from
+    cfg.workdir = str(Path(cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-decode-")).resolve())
     Path(cfg.workdir).mkdir(parents=True, exist_ok=True)
     result_file = Path(cfg.workdir) / ("profile_results.json" if cfg.profile_pass else "results.json")
     started = envinfo.utc_now()
@@ -141,7 +159,7 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
         device = torch.device("cuda", rank)
     else:
         device = torch.device("cpu")
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // tp))
+        torch.set_num_threads(cpu_threads(tp, cfg.threads))
     shape = ModelShape(**cfg.shape) if cfg.shape else (
         ModelShape() if cfg.device == "cuda" else ModelShape.small(cfg.tp))
 
@@ -239,14 +257,17 @@ def _run_batch(cfg: DecodeConfig, model, shape, M: int, rank: int, device, sync)
         model.reset(first)
         out = torch.empty(cfg.steps, M, dtype=torch.long, device=device)
         sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with torch.inference_mode():
             for s in range(cfg.steps):
                 out[s] = model.step(s)
         sync()
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         tok = out.cpu().numpy().tobytes()
         trial = {"tok_s": M * cfg.steps / wall, "wall_s": wall, "digest": digest(tok)}
+        if device.type == "cpu" and cpu > 0:  # the rank's CPU time: what the work cost,
+            trial["cpu_s"] = cpu  # whatever else shares the cores
+            trial["cpu_tok_s"] = M * cfg.steps / cpu
         if rank == 0:
             state = envinfo.gpu_state(device.index or 0) if device.type == "cuda" else None
             if state:
@@ -344,6 +365,8 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
            "hardware": envinfo.hardware(cfg.device, cfg.tp), "environment": envinfo.environment(),
            "started_at": started,
            "metrics": {"tok_s": metric("tok_s", [t["tok_s"] for t in trials]),
+                       **({"cpu_tok_s": metric("cpu_tok_s", [t["cpu_tok_s"] for t in trials])}
+                          if all("cpu_tok_s" in t for t in trials) else {}),
                        "kv_capacity_tokens": metric("kv_capacity_tokens",
                                                     [r["kv_capacity_tokens"]])},
            "determinism": determinism(digests),
@@ -354,6 +377,8 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     # so the planted runs share the series of the code they are compared against
     if cfg.deterministic:
         config["deterministic"] = True
+    if cfg.device == "cpu":  # threads per rank change the workload on a CPU
+        config["threads"] = cfg.threads
     if cfg.routed_kernel != "bmm":  # the batched-GEMM default keeps the series of earlier runs
         config["routed_kernel"] = cfg.routed_kernel
         if r.get("routed_kernel"):
@@ -361,7 +386,7 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     if r.get("plant") or cfg.extra_work:
         rec["plant"] = {**(r.get("plant") or {}), "pct": cfg.plant_pct or None,
                         "extra_work": cfg.extra_work or None}
-    rec.update(envinfo.git_info())
+    rec.update(envinfo.git_identity())
     if cfg.label:
         rec["label"] = cfg.label
     return rec

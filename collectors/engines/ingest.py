@@ -1,6 +1,7 @@
 """`perfwarden ingest`: engine outputs and run records -> run records (kind detected by content)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..env import git_identity, nvidia_smi_gpus, utc_now
 from ..record import check, resolve_trace_files
+from .identity import split
 from .logs import looks_like_log, parse_log
 from .vllm import (
     EngineOutputError,
@@ -63,6 +65,7 @@ class Identity:
     gpu_count: int | None = None
     repository: str | None = None
     pr: int | None = None
+    started_at: str | None = None  # ISO 8601; else the file's own time, else its mtime
     detect: bool = True  # look at the environment for what is not given
 
 
@@ -105,7 +108,11 @@ def merge_repeats(records: list[dict]) -> list[dict]:
         if key not in merged:
             merged[key] = {**r, "metrics": {n: {**m, "samples": list(m["samples"])}
                                             for n, m in r["metrics"].items()}}
+            if "_files" in r:
+                merged[key]["_files"] = list(r["_files"])
             continue
+        if "_files" in r:
+            merged[key].setdefault("_files", []).extend(r["_files"])
         for name, m in r["metrics"].items():
             tgt = merged[key]["metrics"].setdefault(name, {**m, "samples": []})
             if name not in ("kv_capacity_tokens", "kv_max_concurrency"):
@@ -130,6 +137,7 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
         raw = p.read_bytes()
         if not raw.strip():
             raise EngineOutputError(f"{p}: empty file")
+        file_id = hashlib.sha256(raw).hexdigest()
         text = raw.decode("utf-8", errors="replace")
         try:
             objs = _read_json_or_lines(p, text)
@@ -141,33 +149,46 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
             if looks_like_log(text):
                 facts = parse_log(p, text)
                 warnings.extend(facts.warnings)
-                log_facts.append((p, facts))
+                log_facts.append((p, facts, file_id))
                 continue
             raise EngineOutputError(f"{p}: not a vllm bench result, a run record, or a vLLM/SGLang "
                                     "log with KV-cache lines")
         if not objs:
             raise EngineOutputError(f"{p}: no JSON objects")
         got = _from_objects(p, objs, benchmark, label, batch_size, output_len)
+        engine = kind_of(objs[0]) != "record"
         for r in got:
-            r["_engine"] = kind_of(objs[0]) != "record"
+            r["_engine"] = engine
+            if engine:
+                r["_files"] = [file_id]
+                r["_mtime"] = p.stat().st_mtime
         records.extend(got)
     if log_facts:
         if records:
-            for _, facts in log_facts:
+            for _, facts, file_id in log_facts:
                 for rec in records:
+                    if not rec.get("_engine"):
+                        continue
                     rec["metrics"].update(facts.metrics())
                     if facts.kv_derived:
                         rec.setdefault("kv_cache", {})["derived"] = True
+                    for k, v in facts.config.items():  # the server's settings beside the result
+                        rec["config"].setdefault(k, v)
+                    rec["_files"].append(file_id)
+                    if not rec.get("started_at"):
+                        rec["started_at"] = facts.started_at
         else:
-            for p, facts in log_facts:
+            for p, facts, file_id in log_facts:
                 m = facts.metrics()
                 if not m:
                     raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
                 records.append({"benchmark": benchmark or f"{facts.engine}-server",
-                                "config": {}, "metrics": m, "started_at": utc_now(),
+                                "config": dict(facts.config), "metrics": m,
+                                "started_at": facts.started_at,
                                 "source": {"kind": f"{facts.engine}-log", "file": p.name},
                                 **({"label": label} if label else {}),
-                                **({"kv_cache": {"derived": True}} if facts.kv_derived else {})})
+                                **({"kv_cache": {"derived": True}} if facts.kv_derived else {}),
+                                "_files": [file_id], "_mtime": p.stat().st_mtime})
     if trials:
         records = merge_repeats(records)
     ident = identity or Identity(detect=False)
@@ -175,9 +196,12 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
            "gpus": nvidia_smi_gpus() if ident.detect else []}
     for i, rec in enumerate(records):
         engine_output = rec.pop("_engine", True)
+        files, mtime = rec.pop("_files", None), rec.pop("_mtime", None)
         if extra_config:
             rec.setdefault("config", {}).update(extra_config)
         _apply_identity(rec, ident, engine_output, env)
+        if engine_output:
+            _started_and_key(rec, ident, files or [], mtime, i)
         if not (rec.get("hardware") or {}).get("gpu"):
             warnings.append(f"record {i} ({rec['benchmark']}): no GPU model is known (give --gpu); "
                             "it cannot be matched to a series of another GPU")
@@ -186,6 +210,26 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
         except ValueError as e:
             raise EngineOutputError(f"record {i}: {e}") from None
     return records, warnings
+
+
+def _started_and_key(rec: dict, ident: Identity, files: list[str], mtime: float | None,
+                     index: int) -> None:
+    """An engine output's start (spec/api.md v1.2 item 10): --started-at, else what the file
+    says (vLLM's `date`, a log's first time stamp), else the file's mtime; its idempotency key
+    from the files' bytes and the record's identity, never from the time of ingest, so a retry
+    stores nothing new."""
+    from datetime import datetime, timezone
+
+    if ident.started_at:
+        rec["started_at"] = ident.started_at
+    elif not rec.get("started_at"):
+        rec["started_at"] = datetime.fromtimestamp(mtime, timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ") if mtime is not None else utc_now()
+    who = {k: rec.get(k) for k in ("benchmark", "label", "config", "commit", "branch",
+                                   "repository", "pr", "hardware", "started_at")}
+    blob = json.dumps({"files": files, "index": index, "identity": who}, sort_keys=True,
+                      separators=(",", ":"), default=str)
+    rec["idempotency_key"] = "pw1f-" + hashlib.sha256(blob.encode()).hexdigest()[:40]
 
 
 def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, output_len) -> list[dict]:
@@ -208,17 +252,23 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
     flags = commands_beside(p)
     out: list[dict] = []
     if kind == "serve":
-        groups: dict[str, list[dict]] = {}
+        groups: dict[str, list[tuple[dict, dict]]] = {}
+        cmd_flags = {k: v for k, v in flags.items() if k not in ("batch_size", "dataset_name")}
         for o in objs:
-            groups.setdefault(json.dumps(serve_config(o), sort_keys=True), []).append(o)
+            dataset = o.get("dataset_name") or flags.get("dataset_name")
+            cfg, meta = split({**cmd_flags, **serve_config(o)}, dataset)
+            groups.setdefault(json.dumps(cfg, sort_keys=True), []).append((o, meta))
         for key, group in groups.items():
             samples: dict[str, list[float]] = {}
-            for o in group:
+            for o, _ in group:
                 for k, v in serve_metrics(p, o).items():
                     samples.setdefault(k, []).append(v)
-            cfg = {**{k: v for k, v in flags.items() if k != "batch_size"}, **json.loads(key)}
-            engine = "sglang" if group[0].get("backend") == "sglang" else "vllm"
-            out.append(_record(p, f"{engine}-serve", benchmark, label, cfg, samples, group[0]))
+            first, meta = group[0]
+            engine = "sglang" if first.get("backend") == "sglang" else "vllm"
+            rec = _record(p, f"{engine}-serve", benchmark, label, json.loads(key), samples, first)
+            if meta:
+                rec["meta"] = meta
+            out.append(rec)
     elif kind == "throughput":
         samples = {}
         for o in objs:
@@ -243,7 +293,7 @@ def _record(p: Path, kind: str, benchmark, label, config: dict, samples: dict, o
     model = config.get("model") or obj.get("model_id") or obj.get("model")
     name = benchmark or (f"{kind}-{str(model).split('/')[-1]}" if model else kind)
     rec = {"benchmark": name, "config": config, "metrics": as_metrics(samples),
-           "started_at": _date(obj) or utc_now(), "source": {"kind": kind, "file": p.name}}
+           "started_at": _date(obj), "source": {"kind": kind, "file": p.name}}
     if label:
         rec["label"] = label
     return rec

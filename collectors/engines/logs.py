@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..record import metric
+from .identity import SGLANG_ARGS, VLLM_CONFIG_LINE, VLLM_NON_DEFAULT, log_started_at, server_config
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 VLLM_KV = re.compile(r"GPU KV cache size:\s*([\d,_]+)\s*tokens")
-VLLM_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks:\s*([\d,]+)")  # older vLLM logs said CUDA
+# older vLLM logs said CUDA; V0 engines of 0.6-0.9 write the platform's name, "# cuda blocks"
+VLLM_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks:\s*([\d,]+)", re.I)
 VLLM_BLOCK_SIZE = re.compile(r"block[_ ]size[=:\s]+(\d+)")
 VLLM_CONC = re.compile(r"Maximum concurrency for\s*([\d,]+)\s*tokens per request:\s*([\d.]+)x")
 SGL_MAX = re.compile(r"max_total_num_tokens\s*=\s*(\d+)")
@@ -24,6 +27,8 @@ class LogFacts:
     kv_derived: bool = False
     kv_max_concurrency: float | None = None
     warnings: list[str] = field(default_factory=list)
+    config: dict = field(default_factory=dict)  # the workload keys the server logged
+    started_at: str | None = None  # its first time stamp
 
     def metrics(self) -> dict:
         out = {}
@@ -35,18 +40,23 @@ class LogFacts:
 
 
 def looks_like_log(text: str) -> bool:
-    return any(rx.search(text) for rx in (VLLM_KV, VLLM_BLOCKS, SGL_MAX, SGL_ALLOC, VLLM_CONC))
+    return any(rx.search(text) for rx in (VLLM_KV, VLLM_BLOCKS, SGL_MAX, SGL_ALLOC, VLLM_CONC,
+                                          VLLM_CONFIG_LINE, VLLM_NON_DEFAULT, SGLANG_ARGS))
 
 
 def _ints(matches: list[str]) -> list[int]:
     return [int(m.replace(",", "").replace("_", "")) for m in matches]
 
 
-def parse_log(path: Path, text: str | None = None) -> LogFacts:
+def parse_log(path: Path, text: str | None = None, year: int | None = None) -> LogFacts:
     if text is None:
         text = path.read_text(errors="replace")
     text = ANSI.sub("", text)
-    facts = LogFacts()
+    facts = LogFacts(config=server_config(text))
+    if year is None:  # vLLM's time stamps have no year: the file's
+        year = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).year if path.exists() \
+            else datetime.now(timezone.utc).year
+    facts.started_at = log_started_at(text, year)
     sgl_max = _ints(SGL_MAX.findall(text))
     sgl_alloc = _ints(SGL_ALLOC.findall(text))
     vllm_kv = _ints(VLLM_KV.findall(text))

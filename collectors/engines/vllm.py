@@ -42,10 +42,12 @@ def _num(path: Path, obj: dict, key: str) -> float:
 
 SERVE_CONFIG_KEYS = ("request_rate", "max_concurrency", "burstiness", "num_prompts", "model_id",
                      "backend", "endpoint_type", "random_input_len", "random_output_len",
-                     "input_len", "output_len", "dataset_name")
+                     "input_len", "output_len", "tokenizer_id", "label", "date")
 
 
 def serve_config(obj: dict) -> dict:
+    """What a serve result says about its run, under canonical names; which of it is the
+    workload's identity and which is `meta` is engines/identity.py's to say."""
     cfg = {}
     for k in SERVE_CONFIG_KEYS:
         if k in obj and obj[k] is not None and not isinstance(obj[k], (list, dict)):
@@ -113,7 +115,8 @@ def latency_samples(path: Path, obj: dict, batch_size: int | None, output_len: i
 
 _FLAG = re.compile(r"(?:^|\s)(?:--(batch[-_]size|output[-_]len|input[-_]len|random[-_]input[-_]len|"
                    r"random[-_]output[-_]len|tensor[-_]parallel[-_]size|pipeline[-_]parallel[-_]size|"
-                   r"decode[-_]context[-_]parallel[-_]size|max[-_]concurrency|request[-_]rate|dtype)"
+                   r"decode[-_]context[-_]parallel[-_]size|max[-_]concurrency|request[-_]rate|dtype|"
+                   r"dataset[-_]name)"
                    r"|-(tp|pp|dcp))[= ](\S+)")
 # canonical config keys (spec/api.md, "Run record") of the flags above
 _CANONICAL = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp",

@@ -31,6 +31,8 @@ class Benchmark(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     # history, noise and change points read this branch (None: "main")
     default_branch: Mapped[str | None] = mapped_column(String(NAME))
+    # what CMD an alert's `perfwarden bisect ... -- CMD` line runs (None: `<collect command>`)
+    bisect_command: Mapped[str | None] = mapped_column(String(4096))
 
 
 class Series(Base):
@@ -77,7 +79,8 @@ class Run(Base):
     experiment_arm: Mapped[str | None] = mapped_column(String(16))
     experiment_block: Mapped[int | None] = mapped_column(Integer)
     experiment_looks: Mapped[int | None] = mapped_column(Integer)  # planned looks (v1.2 item 4)
-    # a run posted during `perfwarden bisect` ({id, commit}): never part of history (item 5)
+    # posted during `perfwarden bisect` ({id, commit}): never part of a history (spec item 8)
+    bisect_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     bisect: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
 
     benchmark: Mapped[Benchmark] = relationship(lazy="joined")

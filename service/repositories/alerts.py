@@ -45,3 +45,10 @@ def benchmark_names(session: Session, ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(session.execute(select(Benchmark.id, Benchmark.name).where(Benchmark.id.in_(ids))).all())
+
+
+def bisect_commands(session: Session, ids: set[int]) -> dict[int, str | None]:
+    if not ids:
+        return {}
+    return dict(session.execute(select(Benchmark.id, Benchmark.bisect_command)
+                                .where(Benchmark.id.in_(ids))).all())

@@ -240,7 +240,8 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
             experiment_arm=run.experiment.arm if run.experiment else None,
             experiment_block=run.experiment.block if run.experiment else None,
             experiment_looks=run.experiment.looks if run.experiment else None,
-            bisect=run.bisect.model_dump(exclude_none=True) if run.bisect else None))
+            bisect_id=run.bisect.id if run.bisect else None,
+            bisect=run.bisect.model_dump(mode="json", exclude_none=True) if run.bisect else None))
     if len(rows) == 1:
         ids = [session.execute(RUNS.insert().values(**rows[0]).returning(RUNS.c.id)).scalar_one()]
     else:
@@ -332,22 +333,26 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
                 series_id: int | None = None, since: datetime | None = None,
                 until: datetime | None = None, history_branch: str | None = None,
                 run_ids: list[int] | None = None, repository: str | None = None,
-                pr: int | None = None, experiment: str | None = None):
+                pr: int | None = None, experiment: str | None = None, bisect: str | None = None):
     """The run filters the API, the dashboard and the history share (None or empty: no filter).
 
     `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
     runs of that branch (runs that name no branch count as the default branch's, as collectors
     without git metadata write them), never runs of a pull request, never experiment arms, never
-    bisect runs. `in_history` is the same rule for a run at hand."""
+    bisect runs. `in_history` is the same rule for a run at hand. `commit` matches both ways
+    (item 7): the shorter of the given and the stored commit is a prefix of the longer and has at
+    least 7 characters."""
     if label:
         q = q.where(Run.label == label)
     if branch:
         q = q.where(Run.branch == branch)
     if history_branch:
         q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)),
-                    Run.experiment_id.is_(None), Run.bisect.is_(None))
+                    Run.experiment_id.is_(None), Run.bisect_id.is_(None))
     if commit:
-        q = q.where(Run.commit.startswith(commit, autoescape=True))
+        q = q.where(commit_matches(commit))
+    if bisect:
+        q = q.where(Run.bisect_id == bisect)
     if run_ids is not None:
         q = q.where(Run.id.in_(run_ids))
     if repository:
@@ -368,7 +373,20 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
 def in_history(run: Run, history_branch: str) -> bool:
     """The history rule of filter_runs() for one run already loaded."""
     return (run.pr is None and run.branch in (None, history_branch)
-            and run.experiment_id is None and run.bisect is None)
+            and run.experiment_id is None and run.bisect_id is None)
+
+
+MIN_COMMIT = 7
+
+
+def commit_matches(commit: str):
+    """Stored commits that `commit` names: it is a prefix of theirs, or theirs (of at least 7
+    characters) is a prefix of it."""
+    given = commit.lower()
+    longer = Run.commit.startswith(given, autoescape=True) if len(given) >= MIN_COMMIT \
+        else Run.commit == given
+    prefixes = {given[:n] for n in range(MIN_COMMIT, len(given))}
+    return or_(longer, Run.commit.in_(prefixes)) if prefixes else longer
 
 
 def list_runs(session: Session, benchmark_name: str | None = None, label: str | None = None,
@@ -376,7 +394,8 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
               series_id: int | None = None, limit: int = 100, offset: int = 0,
               since: datetime | None = None, until: datetime | None = None,
               repository: str | None = None, pr: int | None = None,
-              experiment: str | None = None) -> tuple[list[Run], int]:
+              experiment: str | None = None, bisect: str | None = None
+              ) -> tuple[list[Run], int]:
     q = select(Run)
     if benchmark_name is not None:
         b = benchmark(session, benchmark_name)
@@ -385,7 +404,7 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
         q = q.where(Run.benchmark_id == b.id)
     q = filter_runs(q, label=label, branch=branch, commit=commit, series_id=series_id,
                     since=since, until=until, repository=repository, pr=pr,
-                    experiment=experiment)
+                    experiment=experiment, bisect=bisect)
     if gpu is not None:
         q = q.join(Series, Series.id == Run.series_id).where(Series.gpu == gpu)
     count = session.scalar(select(func.count()).select_from(q.order_by(None).subquery())) or 0

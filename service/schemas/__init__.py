@@ -67,7 +67,8 @@ class BisectTag(BaseModel):
 
 
 # fields kept with the run as written (run.extra), beside the columns
-RUN_EXTRAS = ("trials", "kv_cache", "plant", "source", "profile_error", "experiment", "routed_kernel")
+RUN_EXTRAS = ("trials", "kv_cache", "plant", "source", "profile_error", "experiment", "routed_kernel",
+              "meta")
 
 
 class RunIn(BaseModel):
@@ -90,6 +91,8 @@ class RunIn(BaseModel):
     idempotency_key: OptName = None
     experiment: ExperimentTag | None = None
     bisect: BisectTag | None = None
+    # what an engine output says beyond the workload's identity (backend, num_prompts, ...)
+    meta: dict[str, Any] | None = None
     trials: Annotated[list[dict[str, Any]], Field(max_length=100_000)] | None = None
     kv_cache: dict[str, Any] | None = None
     plant: dict[str, Any] | None = None
@@ -418,6 +421,7 @@ class BenchmarkSummary(BaseModel):
     runs: int
     latest: str | None
     default_branch: str
+    bisect_command: str | None = None
 
 
 class BenchmarkList(BaseModel):
@@ -427,7 +431,15 @@ class BenchmarkList(BaseModel):
 
 class BenchmarkPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    default_branch: Name
+    default_branch: Name | None = None
+    # the CMD of the alert's `perfwarden bisect ... -- CMD` line; "" clears it
+    bisect_command: Annotated[str, Field(max_length=4096)] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> BenchmarkPatch:
+        if self.default_branch is None and self.bisect_command is None:
+            raise ValueError("give default_branch or bisect_command")
+        return self
 
 
 class ExperimentRun(BaseModel):

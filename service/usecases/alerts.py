@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import time
 import urllib.error
 import urllib.request
@@ -107,6 +108,7 @@ def to_out(session: Session, alerts: list[Alert], settings: Settings | None = No
            ) -> list[dict[str, Any]]:
     series = runs_repo.series_rows(session, {a.series_id for a in alerts})
     names = repo.benchmark_names(session, {a.benchmark_id for a in alerts})
+    commands = repo.bisect_commands(session, {a.benchmark_id for a in alerts})
     base = ((settings.dashboard_url if settings else None) or "").rstrip("/")
     out = []
     for a in alerts:
@@ -122,20 +124,22 @@ def to_out(session: Session, alerts: list[Alert], settings: Settings | None = No
             "before": a.before, "after": a.after, "delta_pct": a.delta_pct,
             "created_at": runs_repo.utc(a.created_at), "updated_at": runs_repo.utc(a.updated_at),
             "url": f"{base}/alerts#alert-{a.id}",
-            "bisect": bisect_line(names.get(a.benchmark_id, ""), a, base),
+            "bisect": bisect_line(names.get(a.benchmark_id, ""), a, base,
+                                  commands.get(a.benchmark_id)),
             "webhook_delivered_at": runs_repo.utc(a.webhook_delivered_at),
             "github_issue": a.github_issue, "notify_error": a.notify_error})
     return out
 
 
-def bisect_line(bench: str, a: Alert, server: str) -> str | None:
-    """The `git bisect` commands that find the commit between the last good and first bad run
-    (None when the runs carry no commits)."""
+def bisect_line(bench: str, a: Alert, server: str, command: str | None = None) -> str | None:
+    """The `perfwarden bisect` line that finds the commit between the last good and first bad
+    run (spec/api.md v1.2 item 8), with the benchmark's `bisect_command` after `--` (None when
+    the runs carry no commits)."""
     if not a.commit or not a.good_commit or a.commit == a.good_commit:
         return None
-    return (f"git bisect start {a.commit} {a.good_commit} && git bisect run perfwarden gate "
-            f"--server {server or 'URL'} --benchmark {bench} --baseline commit:{a.good_commit} "
-            f"--commit HEAD --bisect")
+    return (f"perfwarden bisect --good {a.good_commit} --bad {a.commit} --benchmark "
+            f"{shlex.quote(bench)} --server {server or 'URL'} --metric {a.metric} -- "
+            f"{command or '<collect command>'}")
 
 
 def list_alerts(session: Session, benchmark: str | None, state: str | None,

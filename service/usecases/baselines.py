@@ -30,8 +30,8 @@ def resolve(session: Session, bench_id: int, bench_name: str, ref: str) -> list[
                           "baseline")
         ids = runs_repo.ids_where(session, bench_id, commit=value)
         if not ids:
-            raise NotFound(f"baseline {ref!r}: no run of {bench_name} has a commit starting "
-                           f"with {value!r}", "baseline")
+            raise NotFound(f"baseline {ref!r}: no run of {bench_name} has a commit matching "
+                           f"{value!r}", "baseline")
         return ids
     if sep and kind == "runs":
         try:

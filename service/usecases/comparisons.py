@@ -127,6 +127,27 @@ def series_desc(s: Series) -> dict[str, Any]:
     return {**s.config, "gpu": s.gpu, "gpu_count": s.gpu_count}
 
 
+def nearest_reason(cand: Series, base: Sequence[Series], vary: Sequence[str]) -> str:
+    """Which keys set a candidate series apart from the nearest baseline series (spec/api.md
+    v1.2 item 9): ": no baseline run with tp=4; the baseline has tp=8"."""
+    if not base:
+        return ""
+    mine = {k: v for k, v in series_desc(cand).items() if k not in vary}
+
+    def differing(b: Series) -> list[str]:
+        theirs = {k: v for k, v in series_desc(b).items() if k not in vary}
+        return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+
+    near = min(base, key=lambda b: (len(differing(b)), b.id))
+    theirs = series_desc(near)
+    keys = differing(near)
+
+    def show(cfg: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={cfg[k]}" if k in cfg else f"no {k}" for k in keys)
+
+    return f": no baseline run with {show(mine)}; the baseline has {show(theirs)}"
+
+
 def varied_keys(baseline_cfgs: Sequence[dict], candidate_cfgs: Sequence[dict]) -> list[str]:
     """Config keys an experiment's arms set apart: no value in common between the arms (e.g.
     the shared-expert order), so matching ignores them; keys swept within both arms (batch
@@ -220,7 +241,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
         b_runs = [i for i in base_ids if matching(keys[i][1]) == matching(sid)]
         b_series = sorted({keys[i][1] for i in b_runs})
         why = None if b_runs else "no baseline run in this series (same config and GPU" + (
-            f", ignoring {', '.join(vary)})" if vary else ")")
+            f", ignoring {', '.join(vary)})" if vary else ")") + nearest_reason(
+                s, [series[b] for b in sorted({keys[i][1] for i in base_ids})], vary)
         if vary and b_series:
             for k in vary:
                 desc[k] = {"baseline": series[b_series[0]].config.get(k), "candidate": s.config.get(k)}
@@ -229,7 +251,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
                        f"({'; '.join(str(series[b].config.get(k)) for b in b_series for k in vary)}); "
                        "gate one of them with a baseline of its runs")
                 b_runs = []
-        for name in names:
+        # an unmatched series is said once, not once per metric
+        for name in names if b_runs or not names else names[:1]:
             d = defs[name]
             c_ids = [i for i in c_runs if name in samples.get(i, {})]
             b_ids = [i for i in b_runs if name in samples.get(i, {})]

@@ -43,6 +43,19 @@ def set_default_branch(session: Session, name: str, branch: str) -> Benchmark:
     return bench
 
 
+def patch_benchmark(session: Session, name: str, default_branch: str | None,
+                    bisect_command: str | None) -> Benchmark:
+    """`PATCH /api/v1/benchmarks/{name}`: its default branch and the command its alerts'
+    `perfwarden bisect` line runs ("" clears it)."""
+    bench = get_benchmark(session, name)
+    if default_branch is not None:
+        bench.default_branch = default_branch
+    if bisect_command is not None:
+        bench.bisect_command = bisect_command.strip() or None
+    session.flush()
+    return bench
+
+
 def series_runs(session: Session, bench: Benchmark, metric: str, series_id: int | None = None,
              limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
              branch: str | None = None, label: str | None = None,

@@ -16,7 +16,7 @@ from .history import default_branch
 
 def benchmarks(session: Session) -> list[BenchmarkSummary]:
     return [BenchmarkSummary(name=b.name, runs=n, latest=runs_repo.utc(t),
-                             default_branch=default_branch(b))
+                             default_branch=default_branch(b), bisect_command=b.bisect_command)
             for b, n, t in runs_repo.benchmark_overview(session)]
 
 

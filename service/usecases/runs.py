@@ -22,10 +22,12 @@ def page(session: Session, benchmark: str | None = None, label: str | None = Non
          branch: str | None = None, commit: str | None = None, gpu: str | None = None,
          limit: int = 100, offset: int = 0, since: datetime | None = None,
          until: datetime | None = None, repository: str | None = None,
-         pr: int | None = None, experiment: str | None = None) -> dict[str, Any]:
+         pr: int | None = None, experiment: str | None = None, bisect: str | None = None
+         ) -> dict[str, Any]:
     rows, count = runs_repo.list_runs(session, benchmark, label, branch, commit, gpu, limit=limit,
                                       offset=offset, since=since, until=until,
-                                      repository=repository, pr=pr, experiment=experiment)
+                                      repository=repository, pr=pr, experiment=experiment,
+                                      bisect=bisect)
     return {"data": [runs_repo.run_out(session, r, with_samples=False) for r in rows],
             "count": count}
 

@@ -44,7 +44,7 @@ def test_stored_command_line_gives_canonical_keys(tmp_path, fake_gpu_node):
     assert cfg["tp"] == 8 and cfg["input_len"] == 1024 and cfg["output_len"] == 128
     assert cfg["concurrency"] == 1 and cfg["dtype"] == "bfloat16"
     assert rec["hardware"] == {"gpu": "NVIDIA H200", "gpu_count": 8}
-    assert rec["commit"] == "6420fe5c0ffe" and rec["branch"] == "fix/moe-order"
+    assert rec["commit"] == "6420fe5c0ffee1234567890abcdef" and rec["branch"] == "fix/moe-order"
     assert warnings == []
 
 
@@ -111,3 +111,22 @@ def test_sglang_bench_serving_result():
     assert m["e2el_ms_mean"] == {"unit": "ms", "direction": "lower", "samples": [1458.3]}
     assert m["e2el_ms_p90"]["samples"] == [1466.0] and m["itl_ms_p95"]["samples"] == [11.1]
     assert rec["config"]["input_len"] == 1024 and rec["config"]["request_rate"] == "inf"
+
+
+def test_server_logs_name_the_engine_settings():
+    from collectors.engines.identity import server_config
+
+    sglang = ("[2026-11-28 10:00:00] server_args=ServerArgs(model_path='deepseek-ai/DeepSeek-V3', "
+              "tokenizer_path='deepseek-ai/DeepSeek-V3', dtype='auto', kv_cache_dtype='fp8_e5m2', "
+              "quantization=None, tp_size=8, pp_size=1, dp_size=2, ep_size=8, "
+              "speculative_algorithm='EAGLE', speculative_num_steps=3, "
+              "speculative_num_draft_tokens=4, json_model_override_args='{}')")
+    assert server_config(sglang) == {"model": "deepseek-ai/DeepSeek-V3", "tp": 8, "dp": 2, "ep": 8,
+                                     "kv_cache_dtype": "fp8_e5m2", "speculative": "EAGLE:4"}
+    vllm = ("(APIServer pid=1) INFO 11-28 09:59:50 [utils.py:233] non-default args: {'model': "
+            "'zai-org/GLM-4.6', 'tensor_parallel_size': 4, 'data_parallel_size': 2, "
+            "'enable_expert_parallel': True, 'speculative_config': {'method': 'mtp', "
+            "'num_speculative_tokens': 1}}")
+    assert server_config(vllm) == {"model": "zai-org/GLM-4.6", "tp": 4, "dp": 2, "ep": 8,
+                                   "speculative": "mtp:1"}
+    assert server_config("nothing here") == {}

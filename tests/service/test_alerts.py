@@ -134,9 +134,9 @@ def test_planted_step_raises_one_alert_once(settings, receiver):
         assert alert["delta_pct"] == pytest.approx(-3.0, abs=0.15)
         assert "M=18" in alert["series"] and alert["config"]["batch_size"] == 18
         assert alert["bisect"] == (
-            f"git bisect start {STEP_AT:07d}abcdef {STEP_AT - 1:07d}abcdef && git bisect run "
-            "perfwarden gate --server http://dash.example --benchmark moe-decode-30 --baseline "
-            f"commit:{STEP_AT - 1:07d}abcdef --commit HEAD --bisect")
+            f"perfwarden bisect --good {STEP_AT - 1:07d}abcdef --bad {STEP_AT:07d}abcdef "
+            "--benchmark moe-decode-30 --server http://dash.example --metric tok_s -- "
+            "<collect command>")
         # the webhook got it once, with the spec's keys; one GitHub issue with the marker
         assert receiver.webhook_calls == 1 and len(receiver.posts) == 1
         body = receiver.posts[0]
@@ -145,9 +145,14 @@ def test_planted_step_raises_one_alert_once(settings, receiver):
         assert body["run_id"] == bad and body["url"] == f"http://dash.example/alerts#alert-{alert['id']}"
         assert len(receiver.issues) == 1
         issue = receiver.issues[0]
-        assert "perfwarden-alert moe-decode-30" in issue["body"] and "git bisect start" in issue["body"]
+        assert "perfwarden-alert moe-decode-30" in issue["body"] and "perfwarden bisect" in issue["body"]
         assert issue["title"] == f"perfwarden: tok_s {alert['delta_pct']:+.2f}% on moe-decode-30 ({alert['series']})"
         assert c.get("/api/v1/alerts").json()["alerts"][0]["github_issue"] == 1
+        # the benchmark's own collect command goes after `--`
+        cmd = "perfwarden collect decode --device cpu --server http://dash.example"
+        r = c.patch("/api/v1/benchmarks/moe-decode-30", json={"bisect_command": cmd})
+        assert r.status_code == 200 and r.json()["bisect_command"] == cmd, r.text
+        assert c.get("/api/v1/alerts").json()["alerts"][0]["bisect"].endswith(f" -- {cmd}")
         # re-evaluating history, and more runs of the same series, add no alert and send nothing
         assert c.post("/api/v1/alerts/evaluate").json() == {"new": []}
         more = history(runs=RUNS + 3)[RUNS * SERIES:]

@@ -167,3 +167,25 @@ def test_openapi_matches_spec(client):
     assert {"alpha", "looks"} <= set(doc["components"]["schemas"]["GateOut"]["properties"])
     assert "looks" in doc["components"]["schemas"]["ExperimentTag"]["properties"]
     assert "bisect" in run_in["properties"]
+
+
+def test_commits_match_both_ways(client):
+    full = "e5c88311c77a0123456789abcdef0123456789ab"
+    ids = {}
+    for name, commit in (("full", full), ("short", full[:12]), ("tiny", full[:6]),
+                         ("other", "f" * 40)):
+        r = client.post("/api/v1/runs", json=minimal_run(commit=commit, label=name))
+        ids[name] = r.json()["id"]
+
+    def found(commit):
+        page = client.get("/api/v1/runs", params={"commit": commit}).json()
+        return {r["label"] for r in page["data"]}
+
+    assert found(full) == {"full", "short"}  # a stored 12-character commit names the full SHA
+    assert found(full[:7]) == {"full", "short"}  # a given prefix names the longer stored ones
+    assert found(full[:12]) == {"full", "short"}
+    assert found(full[:6]) == {"tiny"}  # under 7 characters: only the very same string
+    # a baseline of commit:SHA and the bisect filter use the same rule
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": f"commit:{full}",
+                                          "run_ids": [ids["other"]]}).json()
+    assert sorted(g["baseline_run_ids"]) == sorted([ids["full"], ids["short"]])

@@ -24,6 +24,7 @@ def benchmarks(session: Session = Depends(db)):
 @router.patch("/benchmarks/{name}", response_model=BenchmarkSummary,
               dependencies=[Depends(require_write)], responses=ERRORS)
 def patch_benchmark(name: Name, body: BenchmarkPatch, session: Session = Depends(db)):
-    """Set the branch whose runs make the benchmark's history (default `main`)."""
-    history.set_default_branch(session, name, body.default_branch)
+    """Set the branch whose runs make the benchmark's history (default `main`) and the command
+    its alerts' `perfwarden bisect` line runs (`bisect_command`)."""
+    history.patch_benchmark(session, name, body.default_branch, body.bisect_command)
     return next(b for b in overview.benchmarks(session) if b.name == name)

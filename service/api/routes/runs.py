@@ -79,12 +79,13 @@ def list_runs(session: Session = Depends(db), benchmark: Str200 = None, label: S
               branch: Str200 = None, commit: Str200 = None, gpu: Str200 = None,
               repository: Str200 = None, pr: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
               since: datetime | None = None, until: datetime | None = None,
-              experiment: Str200 = None,
+              experiment: Str200 = None, bisect: Str200 = None,
               limit: Annotated[int, Query(ge=1, le=1000)] = 100,
               offset: Annotated[int, Query(ge=0, le=10**9)] = 0):
     """Runs, newest first; `count` is the number of matching runs."""
     return runs.page(session, benchmark, label, branch, commit, gpu, limit=limit, offset=offset,
-                     since=since, until=until, repository=repository, pr=pr, experiment=experiment)
+                     since=since, until=until, repository=repository, pr=pr, experiment=experiment,
+                     bisect=bisect)
 
 
 @router.get("/runs/{run_id}", response_model=RunOut, dependencies=[Depends(require_read)],
