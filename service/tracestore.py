@@ -11,8 +11,9 @@ from pathlib import Path
 from fastapi import Request
 
 from collectors.traces import Options, TraceError
-from collectors.traces.analysis import analyze, project, timeline
+from collectors.traces.analysis import analyze, project, step_regex_of, timeline
 from collectors.traces.load import load_trace, sniff
+from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
 
 from .errors import Invalid, NotFound, TooLarge
@@ -76,7 +77,7 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
         fmt = sniff(path, filename)
-        trace = load_trace(path, Options().step_regex, None, filename)
+        trace = load_trace(path, keep_regex(None), None, filename)
         summary = analyze(trace, Options())
     except TraceError as e:
         msg = str(e).replace(str(path), filename)
@@ -92,7 +93,7 @@ def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
     from collectors.traces.model import concat_traces
 
     try:
-        traces = [load_trace(p, Options().step_regex, None, name) for p, name in files]
+        traces = [load_trace(p, keep_regex(None), None, name) for p, name in files]
         summary = analyze(concat_traces(traces), Options())
     except TraceError as e:
         msg = str(e)
@@ -122,11 +123,11 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
     if not path.exists():
         raise NotFound("trace file is missing from storage")
     try:
-        trace = load_trace(path, Options().step_regex, None, filename)
+        trace = load_trace(path, keep_regex(None), None, filename)
     except TraceError as e:
         raise Invalid(str(e).replace(str(path), filename), code="bad_trace") from None
     data = timeline(trace, Options(), steps=steps)
-    proj = project(trace, Options().step_regex)
+    proj = project(trace, step_regex_of(trace))
     data["total_steps"] = int(proj.step_start_ns.shape[0])
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(data))
