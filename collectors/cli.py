@@ -187,6 +187,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--pr", type=_positive(int))
     i.add_argument("--trials", action="store_true",
                    help="the result files are repeats of one configuration: one run")
+    i.add_argument("--trace", action="extend", nargs="+", default=[], metavar="FILE|DIR",
+                   help="the engine's own profiler output for this run: vLLM's *.pt.trace.json.gz "
+                        "(one per rank), SGLang's *-decode*.trace.json.gz, an nsys .sqlite/"
+                        ".nsys-rep; a folder gives the trace files in it")
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
@@ -490,6 +494,7 @@ def cmd_experiment(args) -> int:
 
 def cmd_ingest(args) -> int:
     from .engines.ingest import Identity, ingest
+    from .engines.traces import attach as attach_traces
     from .engines.vllm import EngineOutputError
 
     config = {}
@@ -505,10 +510,16 @@ def cmd_ingest(args) -> int:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
                                    batch_size=args.batch_size, output_len=args.output_len,
                                    identity=ident, trials=args.trials)
+        if args.trace:
+            warnings += attach_traces(records, args.trace)
     except (EngineOutputError, ValueError) as e:
         raise CliError(str(e)) from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if args.trace:
+        files = records[0]["trace_files"]
+        print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
+              file=sys.stderr)
     _emit(records, args.out, args.server, base=Path.cwd())
     return 0
 

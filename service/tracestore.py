@@ -11,8 +11,9 @@ from pathlib import Path
 from fastapi import Request
 
 from collectors.traces import Options, TraceError
-from collectors.traces.analysis import analyze, project, step_regex_of, timeline
+from collectors.traces.analysis import project, step_regex_of, timeline
 from collectors.traces.load import load_trace, sniff
+from collectors.traces.pipeline import KEEP, summarize
 from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
 
@@ -77,8 +78,8 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
         fmt = sniff(path, filename)
-        trace = load_trace(path, keep_regex(None), None, filename)
-        summary = analyze(trace, Options())
+        trace = load_trace(path, KEEP, None, filename)
+        summary = summarize(trace, Options())
     except TraceError as e:
         msg = str(e).replace(str(path), filename)
         raise Invalid(msg, "body", code="bad_trace") from None
@@ -89,12 +90,11 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
 
 def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
     """The ranks of one run (one file each), loaded and summarized together."""
-    from collectors.traces.analysis import analyze
     from collectors.traces.model import concat_traces
 
     try:
-        traces = [load_trace(p, keep_regex(None), None, name) for p, name in files]
-        summary = analyze(concat_traces(traces), Options())
+        traces = [load_trace(p, KEEP, None, name) for p, name in files]
+        summary = summarize(concat_traces(traces), Options())
     except TraceError as e:
         msg = str(e)
         for p, name in files:
