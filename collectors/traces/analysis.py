@@ -371,6 +371,8 @@ def timeline(trace: Trace, opts: Options, steps: int = 3, max_ops: int = 5000) -
     relative to the first step's start, for the dashboard's Gantt chart."""
     opts = resolve_steps(trace, opts)
     proj = project(trace, cast(str, opts.step_regex))
+    if proj.step_start_ns.shape[0] == 0 and opts.prefill_regex:
+        proj = project(trace, opts.prefill_regex)  # no decode step: show the prefill steps
     roles = stream_roles(trace, proj, opts)
     nst = proj.step_start_ns.shape[0]
     if nst == 0:
