@@ -12,7 +12,7 @@ from fastapi import Request
 
 from collectors.traces import Options, TraceError
 from collectors.traces.analysis import project, step_regex_of, timeline
-from collectors.traces.load import load_trace, sniff
+from collectors.traces.load import load_trace, rank_rows, sniff
 from collectors.traces.pipeline import KEEP, summarize
 from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
@@ -94,7 +94,11 @@ def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
 
     try:
         traces = [load_trace(p, KEEP, None, name) for p, name in files]
+        for t, (_, name) in zip(traces, files):
+            t.source = name  # stored by content hash: the rank rows name the uploaded file
         summary = summarize(concat_traces(traces), Options())
+        if len(traces) > 1:
+            summary["ranks"] = rank_rows(summary, traces)
     except TraceError as e:
         msg = str(e)
         for p, name in files:

@@ -3,7 +3,7 @@
 Warnings from the run's configuration and its trace summary: the config says CUDA graphs but
 the trace has no graph replays (an eager profile of a graph run); the config says the shared
 experts overlap but no auxiliary lane was found; the config's ranks are more than the trace set
-holds."""
+holds, or the rank numbers in the files' names have a hole."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -47,6 +47,12 @@ def warnings_for(summary: Mapping[str, Any], config: Mapping[str, Any]) -> list[
             and not summary.get("aux_streams"):
         out.append("the run's config says the shared experts overlap (shared_experts=overlap), "
                    "but the trace has no auxiliary stream in its steps")
+    numbered = [r.get("rank") for r in summary.get("ranks") or [] if r.get("file")]
+    if numbered and all(isinstance(r, int) for r in numbered):
+        missing = sorted(set(range(max(numbered) + 1)) - set(numbered))
+        if missing:
+            out.append(f"the trace set lacks rank(s) {', '.join(map(str, missing))} (its files "
+                       f"are ranks {', '.join(map(str, sorted(numbered)))})")
     want, got = expected_ranks(config), trace_ranks(summary)
     if want > 1 and got < want:
         out.append(f"the run's config has {want} ranks (tp x pp x dp), but the trace set holds "

@@ -5,8 +5,9 @@ names tell prefill from decode, `steps` counts the decode ranges and `prefill_st
 
 - `decode_step`: this project's `decode_step_<i>`; never prefill.
 - `sglang`: `step[DECODE bs=N]`, `step[EXTEND bs=N toks=M]`, `step[TARGET_VERIFY bs=N]`,
-  `step[DRAFT_EXTEND bs=N]`, ... (its `build_step_span_name`); prefill: `EXTEND`, `MIXED`,
-  `*PREFILL*`.
+  `step[DRAFT_EXTEND bs=N]`, ... (its `build_step_span_name`; a draft model's forward is
+  `draft step[...]`; with detailed annotations more `key=value` fields follow `bs=N`); prefill:
+  `EXTEND`, `MIXED`, `*PREFILL*`.
 - `vllm`: `execute_context_N(T)_generation_M(T)`, `execute_T_context_N(...)_generation_M(...)`
   (`annotate_profile`), and newer vLLM's `execute_new_N_cached_M`; prefill: `context_N` or
   `new_N` with N > 0 (a mixed step counts as prefill).
@@ -37,9 +38,9 @@ class Family:
 _VLLM_CTX = r"execute_(?:\d+_)?context_"
 FAMILIES: tuple[Family, ...] = (
     Family("decode_step", r"decode_step", r"decode_step", None),
-    Family("sglang", r"^step\[[A-Z_]+ bs=\d+",
-           r"^step\[(?!EXTEND\b|MIXED\b|[A-Z_]*PREFILL)[A-Z_]+ bs=\d+",
-           r"^step\[(?:EXTEND|MIXED|[A-Z_]*PREFILL[A-Z_]*) bs=\d+"),
+    Family("sglang", r"^(?:draft )?step\[[A-Z_]+ bs=\d+",
+           r"^(?:draft )?step\[(?!EXTEND\b|MIXED\b|[A-Z_]*PREFILL)[A-Z_]+ bs=\d+",
+           r"^(?:draft )?step\[(?:EXTEND|MIXED|[A-Z_]*PREFILL[A-Z_]*) bs=\d+"),
     Family("vllm", rf"^(?:{_VLLM_CTX}\d+\(.*\)_generation_\d+\(|execute_new_\d+_cached_\d+$)",
            rf"^(?:{_VLLM_CTX}0\(.*\)_generation_\d+\(|execute_new_0_cached_\d+$)",
            rf"^(?:{_VLLM_CTX}[1-9]\d*\(.*\)_generation_\d+\(|execute_new_[1-9]\d*_cached_\d+$)"),

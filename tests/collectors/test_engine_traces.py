@@ -25,8 +25,10 @@ ROUTED = GUARD_PRESETS["moe-routed"]
 @pytest.mark.parametrize(("names", "source", "decode", "prefill"), [
     (["decode_step_3", "step[DECODE bs=4]"], "auto: decode_step", ["decode_step_3"], []),
     (["step[DECODE bs=32]", "step[EXTEND bs=15 toks=15360]", "step[TARGET_VERIFY bs=8]",
-      "step[DRAFT_EXTEND bs=8]", "step[MIXED bs=3]", "ProfilerStep#4"], "auto: sglang",
-     ["step[DECODE bs=32]", "step[TARGET_VERIFY bs=8]", "step[DRAFT_EXTEND bs=8]"],
+      "step[DRAFT_EXTEND bs=8]", "step[MIXED bs=3]", "draft step[DECODE bs=32]",
+      "step[DECODE bs=2 g_sq=2 g_sqsq=2 g_sqsk=30 g_sk=30]", "ProfilerStep#4"], "auto: sglang",
+     ["step[DECODE bs=32]", "step[TARGET_VERIFY bs=8]", "step[DRAFT_EXTEND bs=8]",
+      "draft step[DECODE bs=32]", "step[DECODE bs=2 g_sq=2 g_sqsq=2 g_sqsk=30 g_sk=30]"],
      ["step[EXTEND bs=15 toks=15360]", "step[MIXED bs=3]"]),
     (["execute_32_context_0(sq0sk0sq0sk0)_generation_32(sq32sk55086sq1sk1722)",
       "execute_8192_context_9(sq8155sk8430)_generation_37(sq37sk34489)",

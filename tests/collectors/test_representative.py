@@ -37,3 +37,13 @@ def test_a_rank_missing_from_the_trace_set():
     assert len(ws) == 1 and "2 ranks" in ws[0] and "holds 1" in ws[0]
     assert warnings_for(both, {"tp": 2}) == []
     assert any("8 ranks" in w for w in warnings_for(both, {"tp": 8}))
+
+
+def test_a_hole_in_the_rank_numbers(tmp_path):
+    import shutil
+
+    shutil.copy(TORCH_TP2[0], tmp_path / "trace_M1_rank0.json.gz")
+    shutil.copy(TORCH_TP2[1], tmp_path / "trace_M1_rank2.json.gz")
+    s = analyze_files(sorted(tmp_path.glob("*.json.gz")))
+    assert [r["rank"] for r in s["ranks"]] == [0, 2]
+    assert warnings_for(s, {}) == ["the trace set lacks rank(s) 1 (its files are ranks 0, 2)"]
