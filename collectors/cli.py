@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import CliError
+from .traces.presets import GUARD_PRESETS
 
 
 def _ints(text: str) -> list[int]:
@@ -124,7 +125,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     a = sub.add_parser("analyze", help="per-step auxiliary-stream gaps, overlap and kernels of traces")
     a.add_argument("traces", nargs="+", metavar="TRACE")
-    a.add_argument("--step-regex", default="decode_step")
+    a.add_argument("--step-regex", default=None,
+                   help="the step ranges (default: the first family found: decode_step, "
+                        "SGLang step[DECODE bs=N], vLLM execute_..._context_N(...)_generation_N"
+                        "(...), ProfilerStep#N; decode and prefill steps told apart)")
     a.add_argument("--main-stream", type=_stream, action="append", default=[])
     a.add_argument("--aux-stream", type=_stream, action="append", default=[])
     a.add_argument("--min-gap-us", type=_positive(float), default=10.0)
@@ -132,6 +136,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="compare against these traces (the candidate)")
     a.add_argument("--guard-kernels", metavar="REGEX",
                    help="ordering check: main-stream kernels that must never run beside aux work")
+    a.add_argument("--guard-preset", choices=sorted(GUARD_PRESETS),
+                   help="ordering check on a named kernel set: moe-routed = the routed-expert "
+                        "kernels of vLLM and SGLang and persistent kernels (a starting point; "
+                        "--guard-kernels adds to it)")
     a.add_argument("--guard-range", metavar="REGEX",
                    help="ordering check by phase: the kernels launched inside NVTX ranges of this "
                         "name (e.g. routed_experts); CUDA graph replays are matched through the "
@@ -185,6 +193,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--started-at", metavar="ISO8601",
                    help="when the engine run started (default: the file's own time stamps, "
                         "else its modification time)")
+    i.add_argument("--trace", action="extend", nargs="+", default=[], metavar="FILE|DIR",
+                   help="the engine's own profiler output for this run: vLLM's *.pt.trace.json.gz "
+                        "(one per rank), SGLang's *-decode*.trace.json.gz, an nsys .sqlite/"
+                        ".nsys-rep; a folder gives the trace files in it")
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
@@ -430,43 +442,46 @@ def cmd_analyze(args) -> int:
     import re
 
     from .traces import Options, TraceError
-    from .traces.analysis import analyze, project, stream_roles
+    from .traces.analysis import analyze, project, resolve_steps, stream_roles
     from .traces.diff import diff_summaries
     from .traces.load import load_traces, rank_rows
     from .traces.model import concat_traces
     from .traces.ordering import REFERENCE_REGEX, check_ordering
+    from .traces.presets import guard_regex
     from .traces.progress import Progress
+    from .traces.steps import keep_regex
 
+    guard_kernels = guard_regex(args.guard_preset, args.guard_kernels)
     try:
-        re.compile(args.step_regex)
-        for rx in (args.guard_kernels, args.guard_range):
+        for rx in (args.step_regex, guard_kernels, args.guard_range):
             if rx:
                 re.compile(rx)
     except re.error as e:
         raise CliError(f"invalid regex: {e}") from None
     opts = Options(step_regex=args.step_regex, min_gap_us=args.min_gap_us,
                    main_streams=args.main_stream, aux_streams=args.aux_stream)
+    guarded = bool(guard_kernels or args.guard_range)
     prog = Progress(None if args.quiet else sys.stderr)
 
     if args.reference and not args.guard_range:
         raise CliError("--reference is the eager trace for --guard-range; give --guard-range too")
 
     # host ranges kept while loading: the steps, and the phases the ordering check needs
-    keep = "|".join(f"(?:{rx})" for rx in (opts.step_regex, args.guard_range,
-                                           REFERENCE_REGEX if args.guard_range else None) if rx)
+    keep = keep_regex(opts.step_regex, args.guard_range, REFERENCE_REGEX if guarded else None)
 
     def one(paths):
         traces = load_traces(paths, keep, prog, jobs=args.jobs)
         trace = concat_traces(traces)
-        proj = project(trace, opts.step_regex)
-        summary = analyze(trace, opts, proj)
+        topts = resolve_steps(trace, opts)
+        proj = project(trace, str(topts.step_regex))
+        summary = analyze(trace, topts, proj)
         if len(traces) > 1:
             summary["ranks"] = rank_rows(summary, traces)
-        if args.guard_kernels or args.guard_range:
+        if guarded:
             ref = concat_traces(load_traces(args.reference, keep, prog)) \
                 if args.reference else None
-            summary["ordering"] = check_ordering(trace, args.guard_kernels, opts, proj,
-                                                 stream_roles(trace, proj, opts),
+            summary["ordering"] = check_ordering(trace, guard_kernels, topts, proj,
+                                                 stream_roles(trace, proj, topts),
                                                  guard_range=args.guard_range, reference=ref)
         return summary
 
@@ -568,6 +583,7 @@ def cmd_experiment(args) -> int:
 
 def cmd_ingest(args) -> int:
     from .engines.ingest import Identity, ingest
+    from .engines.traces import attach as attach_traces
     from .engines.vllm import EngineOutputError
 
     config = {}
@@ -594,10 +610,16 @@ def cmd_ingest(args) -> int:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
                                    batch_size=args.batch_size, output_len=args.output_len,
                                    identity=ident, trials=args.trials)
+        if args.trace:
+            warnings += attach_traces(records, args.trace)
     except (EngineOutputError, ValueError) as e:
         raise CliError(str(e)) from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if args.trace:
+        files = records[0]["trace_files"]
+        print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
+              file=sys.stderr)
     _emit(records, args.out, args.server, base=Path.cwd())
     return 0
 

@@ -15,8 +15,10 @@ def _short(name: str, width: int = 60) -> str:
 
 
 def print_analysis(s: dict) -> None:
-    print(f"trace: {s['source']} ({s['producer']}), steps: {s['steps']} "
-          f"(regex {s['step_regex']!r}), ops: {s['ops']:,}")
+    pre = s.get("prefill_steps")
+    print(f"trace: {s['source']} ({s['producer']}), steps: {s['steps']}"
+          + (f" decode, {pre} prefill" if pre is not None else "")
+          + f" ({s.get('step_source') or 'regex'}: {s['step_regex']!r}), ops: {s['ops']:,}")
     print(f"step GPU time us: mean {_f(s['step_gpu_time_us_mean'])}, median "
           f"{_f(s['step_gpu_time_us_median'])}, p95 {_f(s['step_gpu_time_us_p95'])}")
     print(f"aux idle gaps (>= {s['min_gap_us']:g} us): {_f(s['aux_gap_count'])}, mean "
@@ -38,11 +40,12 @@ def print_analysis(s: dict) -> None:
                   f"{_f(r['aux_idle_per_step_us']):>13} {_f(r['aux_main_overlap_us_per_step']):>16}"
                   f"  {r.get('file', '')}")
     if s["kernels"]:
-        print("\n  top kernels                                                   stream  count"
+        print("\n  top kernels                                               rank  stream  count"
               "     total us   mean us")
         for k in s["kernels"][:15]:
-            print(f"  {_short(k['name']):<61} {k['stream']:>6} {k['count']:>6,} "
-                  f"{_f(k['total_us']):>12} {_f(k['mean_us'], 2):>9}")
+            print(f"  {_short(k['name'], 56):<56} {k.get('rank', k['device']):>5} "
+                  f"{k['stream']:>7} {k['count']:>6,} {_f(k['total_us']):>12} "
+                  f"{_f(k['mean_us'], 2):>9}")
     o = s.get("ordering")
     if o:
         what = " and ".join(x for x in (
@@ -54,6 +57,8 @@ def print_analysis(s: dict) -> None:
               + (f", {o['unordered']} not ordered after aux work by a stream wait "
                  f"({o['ordered_checked']} checked)"
                  if o["sync_records"] else ", no synchronization records in the trace"))
+        if o.get("reason"):
+            print(f"  {o['reason']}")
         ref = o.get("reference")
         if ref:
             print(f"  graph replays matched through {ref['steps']} {ref['source']}: "

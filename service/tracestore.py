@@ -11,8 +11,10 @@ from pathlib import Path
 from fastapi import Request
 
 from collectors.traces import Options, TraceError
-from collectors.traces.analysis import analyze, project, timeline
-from collectors.traces.load import load_trace, sniff
+from collectors.traces.analysis import project, step_regex_of, timeline
+from collectors.traces.load import load_trace, rank_rows, sniff
+from collectors.traces.pipeline import KEEP, summarize
+from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
 
 from .errors import Invalid, NotFound, TooLarge
@@ -76,8 +78,8 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
         fmt = sniff(path, filename)
-        trace = load_trace(path, Options().step_regex, None, filename)
-        summary = analyze(trace, Options())
+        trace = load_trace(path, KEEP, None, filename)
+        summary = summarize(trace, Options())
     except TraceError as e:
         msg = str(e).replace(str(path), filename)
         raise Invalid(msg, "body", code="bad_trace") from None
@@ -88,12 +90,15 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
 
 def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
     """The ranks of one run (one file each), loaded and summarized together."""
-    from collectors.traces.analysis import analyze
     from collectors.traces.model import concat_traces
 
     try:
-        traces = [load_trace(p, Options().step_regex, None, name) for p, name in files]
-        summary = analyze(concat_traces(traces), Options())
+        traces = [load_trace(p, KEEP, None, name) for p, name in files]
+        for t, (_, name) in zip(traces, files):
+            t.source = name  # stored by content hash: the rank rows name the uploaded file
+        summary = summarize(concat_traces(traces), Options())
+        if len(traces) > 1:
+            summary["ranks"] = rank_rows(summary, traces)
     except TraceError as e:
         msg = str(e)
         for p, name in files:
@@ -122,11 +127,11 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
     if not path.exists():
         raise NotFound("trace file is missing from storage")
     try:
-        trace = load_trace(path, Options().step_regex, None, filename)
+        trace = load_trace(path, keep_regex(None), None, filename)
     except TraceError as e:
         raise Invalid(str(e).replace(str(path), filename), code="bad_trace") from None
     data = timeline(trace, Options(), steps=steps)
-    proj = project(trace, Options().step_regex)
+    proj = project(trace, step_regex_of(trace))
     data["total_steps"] = int(proj.step_start_ns.shape[0])
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(data))

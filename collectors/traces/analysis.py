@@ -16,7 +16,9 @@ NS_PER_US = 1000.0
 
 @dataclass
 class Options:
-    step_regex: str = "decode_step"
+    step_regex: str | None = None  # None: the first step family found (steps.py)
+    step_source: str = ""  # how step_regex was chosen; set by steps.resolve
+    prefill_regex: str | None = None  # the family's prefill ranges, where names tell them apart
     min_gap_us: float = 10.0
     main_streams: list[tuple[int, int]] = field(default_factory=list)  # (device, stream)
     aux_streams: list[tuple[int, int]] = field(default_factory=list)
@@ -42,9 +44,9 @@ class Roles:
     aux: dict[int, set[int]]  # device -> aux streams
 
 
-def step_ranges(trace: Trace, regex: str) -> np.ndarray:
+def step_ranges(trace: Trace, regex: str | None) -> np.ndarray:
     """Indices of the ranges that are steps: names match, and not nested in another step range."""
-    rx = re.compile(regex)
+    rx = re.compile(regex if regex is not None else step_regex_of(trace))
     r = trace.ranges
     idx = np.array([i for i, n in enumerate(r.names) if rx.search(n)], dtype=np.int64)
     if idx.size == 0:
@@ -61,7 +63,10 @@ def step_ranges(trace: Trace, regex: str) -> np.ndarray:
     return order[keep]
 
 
-def project(trace: Trace, regex: str) -> Projection:
+def project(trace: Trace, regex: str | None) -> Projection:
+    """Ops -> the step ranges matching `regex` (None: the trace's step family, steps.py)."""
+    if regex is None:
+        regex = step_regex_of(trace)
     ops, calls, r = trace.ops, trace.calls, trace.ranges
     n = len(ops)
     op_step = np.full(n, -1, dtype=np.int64)
@@ -101,6 +106,16 @@ def project(trace: Trace, regex: str) -> Projection:
     op_step = np.where(op_step >= 0, remap[op_step], -1)
     return Projection(op_step, r.start_ns[used], r.end_ns[used], r.proc[used],
                       [r.names[i] for i in used], call_start, call_thread)
+
+
+def graph_replays(trace: Trace) -> np.ndarray:
+    """Per op: launched by a graph launch (several ops share the launch's correlation id)."""
+    ops = trace.ops
+    if not len(ops):
+        return np.zeros(0, dtype=bool)
+    key = (ops.proc << 40) | (ops.corr & ((1 << 40) - 1))
+    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return (counts[inv.ravel()] > 1) & (ops.corr >= 0)
 
 
 def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:
@@ -274,30 +289,61 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
     total = np.bincount(inv, weights=dur)
     count = np.bincount(inv)
     order = np.argsort(-total, kind="stable")[:limit]
+    # one row per device (spec v1.2 item 4), named by rank: the device's place among the trace's
+    # devices (one file per rank, or one file holding every rank's GPU)
+    rank_of = {int(d): r for r, d in enumerate(np.unique(ops.device).tolist())}
     return [{"name": trace.names[int(u[i, 0])], "kind": OP_KIND_NAMES[int(u[i, 3])],
-             "device": int(u[i, 1]), "stream": int(u[i, 2]), "count": int(count[i]),
+             "device": int(u[i, 1]), "rank": rank_of[int(u[i, 1])],
+             "device_label": trace.device_labels.get(int(u[i, 1]), f"GPU {int(u[i, 1])}"),
+             "stream": int(u[i, 2]), "count": int(count[i]),
              "total_us": float(total[i]) / NS_PER_US, "mean_us": float(total[i] / count[i]) / NS_PER_US}
             for i in order]
 
 
+def resolve_steps(trace: Trace, opts: Options | None = None) -> Options:
+    """Options with this trace's step range chosen (spec/metrics.md v1.2, item 1)."""
+    from .steps import resolve
+
+    return resolve(opts or Options(), trace.ranges.names)
+
+
+def step_regex_of(trace: Trace, opts: Options | None = None) -> str:
+    return cast(str, resolve_steps(trace, opts).step_regex)
+
+
 def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None = None
             ) -> TraceSummary:
-    opts = opts or Options()
-    proj = proj or project(trace, opts.step_regex)
+    opts = resolve_steps(trace, opts)
+    regex = cast(str, opts.step_regex)
+    proj = proj or project(trace, regex)
     roles = stream_roles(trace, proj, opts)
     nsteps = int(proj.step_start_ns.shape[0])
+    prefill = None
+    if opts.prefill_regex:
+        prefill = int(project(trace, opts.prefill_regex).step_start_ns.shape[0])
+    elif opts.step_source == "auto: decode_step":
+        prefill = 0
     warnings = list(trace.warnings)
     if nsteps == 0:
         if len(trace.ops) == 0 and trace.graph_trace_rows:
             pass  # the loader warned about --cuda-graph-trace=node
+        elif prefill:
+            warnings.append(f"no decode steps: the trace's {prefill} {opts.step_source[6:]} "
+                            "step(s) are all prefill (or mixed prefill/decode) steps")
         else:
+            from .steps import family_names
+
             common = [f"{n} ({c})" for n, c in trace.range_name_counts.most_common(5)]
-            warnings.append(f"no host range matches the step regex {opts.step_regex!r}"
-                            + (f"; most common range names: {', '.join(common)}" if common
-                               else "; the trace has no host ranges"))
+            looked = (f"no step range of any known family ({family_names()}); pass --step-regex"
+                      if opts.step_source == "auto: none found"
+                      else f"no host range matches the step regex {regex!r}")
+            warnings.append(looked + (f"; most common range names: {', '.join(common)}" if common
+                                      else "; the trace has no host ranges"))
     all_steps = np.ones(nsteps, dtype=bool)
     out: dict = {"source": trace.source, "producer": trace.producer,
-                 "step_regex": opts.step_regex, "min_gap_us": opts.min_gap_us, "steps": nsteps}
+                 "step_regex": regex, "step_source": opts.step_source,
+                 "min_gap_us": opts.min_gap_us, "steps": nsteps, "prefill_steps": prefill,
+                 "graph_replay_ops": int(graph_replays(trace)[proj.op_step >= 0].sum())}
     out.update(_lane_figures(trace, proj, roles, all_steps, opts))
     out.update(_step_times(trace, proj, all_steps))
     out["main_streams"] = [{"device": d, "stream": s} for d, s in sorted(roles.main.items())]
@@ -323,7 +369,10 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
 def timeline(trace: Trace, opts: Options, steps: int = 3, max_ops: int = 5000) -> dict:
     """Per-stream op intervals of the first `steps` steps (of the first process), times in us
     relative to the first step's start, for the dashboard's Gantt chart."""
-    proj = project(trace, opts.step_regex)
+    opts = resolve_steps(trace, opts)
+    proj = project(trace, cast(str, opts.step_regex))
+    if proj.step_start_ns.shape[0] == 0 and opts.prefill_regex:
+        proj = project(trace, opts.prefill_regex)  # no decode step: show the prefill steps
     roles = stream_roles(trace, proj, opts)
     nst = proj.step_start_ns.shape[0]
     if nst == 0:

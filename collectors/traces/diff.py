@@ -52,8 +52,13 @@ def diff_summaries(base: Mapping[str, Any], cand: Mapping[str, Any], limit: int 
                                                     ("slower" if cp > bp else "faster"
                                                      if cp < bp else "same"))})
     rows.sort(key=lambda r: -abs(r["delta_per_step_us"]))
-    return {"base": {"source": base.get("source"), "steps": base.get("steps")},
-            "candidate": {"source": cand.get("source"), "steps": cand.get("steps")},
+    def side(s: Mapping[str, Any]) -> dict:
+        o = s.get("ordering") or {}
+        return {"source": s.get("source"), "steps": s.get("steps"),
+                "prefill_steps": s.get("prefill_steps"), "step_source": s.get("step_source"),
+                "ordering": o.get("verdict"), "ordering_reason": o.get("reason")}
+
+    return {"base": side(base), "candidate": side(cand),
             "gaps": gaps, "kernels": rows[:limit],
             "slower": [r["name"] for r in rows if r["status"] in ("slower", "new")][:limit],
             "faster": [r["name"] for r in rows if r["status"] in ("faster", "gone")][:limit]}

@@ -364,14 +364,21 @@ def _inherit_proc(ops: Ops, calls: Calls) -> None:
 
 
 def _waits(syncs: list, calls: Calls) -> list[StreamWait]:
+    """`Stream Wait Event` sync events as edges (spec/metrics.md v1.2, item 3). The stream waited
+    on is `wait_on_stream`, else the stream of the sync event whose correlation is
+    `wait_on_cuda_event_record_corr_id`, else -1 (unresolved: the ordering check then reads a
+    wait on a main stream as joining the device's aux work launched before it)."""
     if not syncs:
         return []
     corr_to_start = dict(zip(calls.corr.tolist(), calls.start_ns.tolist()))
     corr_to_proc = dict(zip(calls.corr.tolist(), calls.proc.tolist()))
+    stream_of = {corr: stream for _, _, stream, _, corr, _ in syncs if stream >= 0 and corr >= 0}
     out = []
     for name, dev, stream, on_stream, corr, rec_corr in syncs:
-        if on_stream < 0 and "wait" not in name.lower():
+        if "wait" not in name.lower():
             continue
+        if on_stream < 0 and rec_corr >= 0:
+            on_stream = stream_of.get(rec_corr, -1)
         out.append(StreamWait(dev, stream, on_stream, corr_to_proc.get(corr, 0),
-                              corr_to_start.get(corr, -1), corr_to_start.get(rec_corr, -1)))
+                              corr_to_start.get(corr, -1), corr_to_start.get(rec_corr, -1), corr))
     return out

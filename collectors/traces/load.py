@@ -14,6 +14,7 @@ from .kineto import load_kineto
 from .model import Trace, TraceError, concat_traces
 from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
 from .progress import Progress
+from .steps import keep_regex
 from .summary import TraceSummary
 
 
@@ -108,7 +109,7 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
     """Analyze one trace, or the ranks of one run given as several files (loaded in parallel);
     the summary's `ranks` name each rank's figures with its file."""
     opts = opts or Options()
-    traces = load_traces(paths, opts.step_regex, progress, jobs)
+    traces = load_traces(paths, keep_regex(opts.step_regex), progress, jobs)
     summary = analyze(concat_traces(traces), opts)
     if len(traces) > 1:
         summary["ranks"] = rank_rows(summary, traces)

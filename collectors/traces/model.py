@@ -69,7 +69,8 @@ class StreamWait:
     """A stream-wait edge: `stream` on `device` waits for an event recorded on `on_stream`.
 
     `call_ns` is when the wait was enqueued by the host, `record_call_ns` when the event it waits
-    for was recorded (both host times, -1 when unknown).
+    for was recorded (both host times, -1 when unknown). `on_stream` is -1 where the producer did
+    not resolve it (PyTorch 2.11's Kineto); `corr` is the wait call's correlation id (-1: unknown).
     """
 
     device: int
@@ -78,6 +79,7 @@ class StreamWait:
     proc: int
     call_ns: int
     record_call_ns: int
+    corr: int = -1
 
 
 @dataclass
@@ -132,7 +134,7 @@ def concat_traces(traces: list[Trace]) -> Trace:
             labels[k + dev_off] = f"{t.source}:{v}" if t.source else v
         for w in t.waits:
             waits.append(StreamWait(w.device + dev_off, w.stream, w.on_stream, w.proc + proc_off,
-                                    w.call_ns, w.record_call_ns))
+                                    w.call_ns, w.record_call_ns, w.corr))
         warnings.extend(t.warnings)
         counts.update(t.range_name_counts)
         dev_off += _span(o.device, t.device_labels)

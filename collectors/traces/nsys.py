@@ -275,7 +275,7 @@ def _load_waits(db: _Db) -> tuple[list[StreamWait], bool]:
         pid = int(gpid) >> 24 & 0xFFFFFF if gpid is not None else 0
         on_stream, rec_ns = records.get((pid, int(ev) if ev is not None else -1), (-1, -1))
         waits.append(StreamWait(int(d or 0), int(stream), on_stream, pid,
-                                call_time.get((pid, int(corr)), -1), rec_ns))
+                                call_time.get((pid, int(corr)), -1), rec_ns, int(corr)))
     return waits, True
 
 

@@ -18,8 +18,11 @@ class TraceSummary(_Optional):
     source: str
     producer: str
     step_regex: str
+    step_source: str  # "--step-regex", "auto: sglang", ... (spec/metrics.md v1.2, item 1)
     min_gap_us: float
-    steps: int
+    steps: int  # decode steps where the step names tell decode from prefill
+    prefill_steps: int | None  # the family's other steps; None where names cannot tell
+    graph_replay_ops: int  # ops in steps launched by CUDA graph replays
     # the auxiliary lane (spec/metrics.md, "From a trace"); None when the trace has no aux work
     aux_gap_count: int | None
     aux_gap_mean_us: float | None

@@ -62,6 +62,11 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
         if g and g["base"] is not None and g["candidate"] is not None:
             lines.append(f"**Auxiliary-stream idle gap:** {g['base']:.0f} us → "
                          f"{g['candidate']:.0f} us (from the attached traces)")
+    if td and (td["base"].get("ordering") or td["candidate"].get("ordering")):
+        b, c = td["base"], td["candidate"]
+        lines.append(f"**Ordering check (routed experts):** {b.get('ordering') or NA} → "
+                     f"{c.get('ordering') or NA}" + (f" ({c['ordering_reason']})"
+                                                     if c.get("ordering_reason") else ""))
     dets = [(r.id, r.determinism) for r in cmp.candidate_runs if r.determinism]
     if dets:
         lines.append("**Determinism:** " + ", ".join(

@@ -9,6 +9,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from collectors.traces.representative import warnings_for
+
 from .. import tracestore
 from ..db import transaction
 from ..errors import NotFound
@@ -49,8 +51,12 @@ def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
             session.flush()
             held.append(row)
             if len(held) >= set_size:
-                run.trace_summary = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
+                whole: dict[str, Any] = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
                     [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
+                # can this profile show what the timed trials ran? (metrics v1.2, item 5)
+                whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(
+                    whole, run.config or {})
+                run.trace_summary = whole
             return _out(row, len(held)), True
     except BaseException:
         with transaction(sessions) as session:

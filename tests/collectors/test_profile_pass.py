@@ -114,3 +114,32 @@ def test_torch_profile_pass_runs_in_its_own_process(tmp_path):
         assert sorted(n for n in names if n.startswith("decode_step")) == [
             "decode_step_0", "decode_step_1", "decode_step_2"]
     assert by_m[2]["trace_summary"]["source"]
+
+
+def test_torch_pass_records_cuda_sync_events(monkeypatch, tmp_path):
+    """The collector's PyTorch-profiler pass asks for CUDA sync events (spec/metrics.md v1.2
+    item 3): the stream waits the ordering check reads."""
+    import types
+
+    import torch
+    import torch.profiler
+
+    from collectors.bench import decode
+
+    seen: dict = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_profile(**kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(torch.profiler, "profile", fake_profile)
+    cfg = types.SimpleNamespace(device="cpu")
+    model = types.SimpleNamespace(marker=types.SimpleNamespace(record_function=False))
+    with pytest.raises(Stop):
+        decode._torch_profile(cfg, model, lambda: None, tmp_path / "t.json.gz")
+    want = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True).__getstate__()
+    assert seen["experimental_config"].__getstate__() == want
+    assert want != torch._C._profiler._ExperimentalConfig().__getstate__()

@@ -1,0 +1,69 @@
+"""`perfwarden ingest RESULT [LOG] --trace FILE|DIR` (spec/api.md v1.2 item 13): which files of
+an engine's profiler folder become the run's trace set, in rank order, and how they travel."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from collectors.cli import main as cli_main
+from collectors.engines.traces import trace_set
+from collectors.engines.vllm import EngineOutputError
+from tests.conftest import DATA, H200
+
+CAPTURE = H200 / "engines" / "torch-joined-eager.json.gz"
+
+
+def _touch(d, *names):
+    for n in names:
+        (d / n).write_bytes(b"x")
+
+
+def test_vllm_folder_in_rank_order(tmp_path):
+    _touch(tmp_path, "dp0_pp0_tp1_rank1.1764.pt.trace.json.gz", "dp0_pp0_tp0_rank0.1764.pt.trace.json.gz",
+           "profiler_out_0.txt", "results.json")
+    assert [p.name for p in trace_set([tmp_path])] == [
+        "dp0_pp0_tp0_rank0.1764.pt.trace.json.gz", "dp0_pp0_tp1_rank1.1764.pt.trace.json.gz"]
+
+
+def test_sglang_folder_takes_the_decode_files(tmp_path):
+    _touch(tmp_path, "1764-TP-1-decode.trace.json.gz", "1764-TP-0-decode.trace.json.gz",
+           "1764-TP-0-prefill.trace.json.gz", "1764-TP-1-prefill.trace.json.gz")
+    assert [p.name for p in trace_set([tmp_path])] == [
+        "1764-TP-0-decode.trace.json.gz", "1764-TP-1-decode.trace.json.gz"]
+
+
+def test_nsys_export_beside_its_report(tmp_path):
+    _touch(tmp_path, "run.nsys-rep", "run.sqlite", "other.nsys-rep")
+    assert [p.name for p in trace_set([tmp_path])] == ["other.nsys-rep", "run.sqlite"]
+
+
+def test_empty_folder_and_missing_path(tmp_path):
+    with pytest.raises(EngineOutputError, match="no trace files"):
+        trace_set([tmp_path])
+    with pytest.raises(EngineOutputError, match="no such file or folder"):
+        trace_set([tmp_path / "nope"])
+
+
+def test_ingest_out_copies_the_trace_set_beside_the_record(tmp_path, capsys):
+    prof = tmp_path / "vllm-profile"
+    prof.mkdir()
+    shutil.copy(CAPTURE, prof / "rank0.pt.trace.json.gz")
+    out = tmp_path / "rec" / "runs.json"
+    rc = cli_main(["ingest", str(DATA / "engines" / "serve.json"),
+                   str(DATA / "engines" / "vllm_merged.log"), "--trace", str(prof),
+                   "--gpu", "NVIDIA H200", "--no-detect", "--out", str(out)])
+    assert rc == 0
+    rec = json.loads(out.read_text())[0]
+    assert rec["trace_files"] == ["traces/rank0.pt.trace.json.gz"]
+    assert (out.parent / "traces" / "rank0.pt.trace.json.gz").read_bytes() == CAPTURE.read_bytes()
+    assert rec["metrics"]["kv_capacity_tokens"]["samples"] == [578368]
+    assert "trace set: 1 file(s)" in capsys.readouterr().err
+
+
+def test_ingest_trace_needs_one_run(tmp_path, capsys):
+    rc = cli_main(["ingest", str(DATA / "engines" / "sweep.jsonl"), "--trace", str(CAPTURE),
+                   "--no-detect"])
+    assert rc == 2
+    assert "attaches a trace set to one run" in capsys.readouterr().err
