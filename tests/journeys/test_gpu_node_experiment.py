@@ -75,11 +75,14 @@ def test_until_decided_on_a_torch_only_node(served, tmp_path):
              "--max-pairs", "5", "--id", "node-exp-1", "--metric", "cpu_tok_s",
              "--threshold", "cpu_tok_s=40", "--server", served.url], cwd=tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr  # the candidate does 5x the shared work
-    assert "after 3 block(s): fail" in r.stderr and "verdict: FAIL" in r.stdout
+    looks = re.findall(r"after (\d) block\(s\): (\w+)", r.stderr)  # one look per block from 3
+    assert looks[-1][1] == "fail" and all(v == "inconclusive" for _, v in looks[:-1]), looks
+    assert [int(n) for n, _ in looks] == list(range(3, 3 + len(looks)))
+    assert "verdict: FAIL" in r.stdout
     assert "cpu_tok_s" in r.stdout and "regression" in r.stdout
     # the server holds every block, and its experiment view gives the same verdict
     runs = served.runs(experiment="node-exp-1")
-    assert len(runs) == 6 and {x["experiment"]["arm"] for x in runs} == {"baseline", "candidate"}
+    assert len(runs) == 2 * int(looks[-1][0]) and {x["experiment"]["arm"] for x in runs} == {"baseline", "candidate"}
     exp = served.get("/api/v1/experiments/node-exp-1")
     assert exp["verdict"]["verdict"] == "fail", json.dumps(exp)[:500]
     # without a server it says what it needs, in one line
