@@ -65,7 +65,9 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
         if latest is None:
             continue
         base = newest.get(b.id)
+        shown = runs_repo.recent_runs(session, b.id, 1)[0]
         series_verdicts: list[dict[str, Any]] = []
+        no_verdict = None  # why there is no series verdict, said as it is
         if base is not None:
             keys = runs_repo.run_keys(session, list(base.run_ids))
             latest_runs = runs_repo.latest_runs_per_series(
@@ -75,8 +77,9 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                 try:
                     g = verdicts.gate(session, GateIn(benchmark=b.name, baseline=base.name,
                                                       run_ids=[r.id for r in cand]), alpha)
-                except DomainError:
+                except DomainError as e:
                     g = None
+                    no_verdict = f"no verdict: {e.message}"
                 by_series = {r.series_id: r for r in cand}
                 for m in g.metrics if g else []:
                     if m.name != "tok_s" or m.series_id not in by_series:
@@ -85,18 +88,22 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                                             "verdict": m.verdict, "change": m.delta_pct,
                                             "run": by_series[m.series_id].id,
                                             "reason": m.reason})
+            if not cand and shown.id not in keys:
+                no_verdict = (f"newer runs, none on {default_branch(b)} in the baseline's "
+                              "series")
+            elif cand and not series_verdicts and no_verdict is None:
+                no_verdict = "newer runs, but no tok/s verdict for them"
         cp = _latest_change_point(session, b, count, latest)
         counts: dict[str, int] = {}
         for v in series_verdicts:
             counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
         worst = next((k for k in ("regression", "inconclusive", "improvement", "pass")
                       if counts.get(k)), None)
-        shown = runs_repo.recent_runs(session, b.id, 1)[0]
         rows.append({"name": b.name, "runs": count, "baseline": base.name if base else None,
                      "series_verdicts": sorted(series_verdicts, key=lambda v: (
                          ["regression", "inconclusive", "improvement", "pass"].index(v["verdict"]),
                          v["series"])),
-                     "counts": counts, "worst": worst,
+                     "counts": counts, "worst": worst, "no_verdict": no_verdict,
                      "open_alerts": open_alerts.get(b.id, 0), "change_point": cp,
                      "latest": shown, "started": shown.started_at.strftime("%Y-%m-%d %H:%M UTC")})
     return rows
