@@ -30,7 +30,15 @@ from service.format import (
     split_series,
     trace_rank,
 )
-from service.schemas import RUN_EXTRAS, GateIn, GateOut, MetricVerdict, parse_run_ids, parse_vary
+from service.schemas import (
+    RUN_EXTRAS,
+    GateIn,
+    GateOut,
+    MetricVerdict,
+    parse_run_ids,
+    parse_thresholds,
+    parse_vary,
+)
 from service.usecases import alerts, attribution, experiments, history, overview, runs, verdicts
 
 from . import figures
@@ -166,9 +174,13 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
                  baseline: Annotated[str, Query(min_length=1, max_length=200)],
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
                  vary: Annotated[str | None, Query(max_length=2000)] = None,
+                 metrics: Annotated[str | None, Query(max_length=2000)] = None,
+                 thresholds: Annotated[str | None, Query(max_length=2000)] = None,
                  session: Session = Depends(db)):
     cmp = verdicts.compare(session, GateIn(benchmark=benchmark, baseline=baseline,
-                                           run_ids=parse_run_ids(run_ids), vary=parse_vary(vary)),
+                                           run_ids=parse_run_ids(run_ids), vary=parse_vary(vary),
+                                           metrics=parse_vary(metrics),
+                                           thresholds=parse_thresholds(thresholds)),
                            request.app.state.settings.gate_alpha)
     dists = [{"metric": d.metric, "series": series_label(d.series),
               "figure": _fig(figures.distributions(d.model_dump(), d.metric))}

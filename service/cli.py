@@ -574,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
                    "token may not write checks)")
     p.add_argument("--sha", help="the candidate commit for --check (default: the candidate "
                    "runs' commit)")
+    p.add_argument("--metric", action="append", help="judge these metrics (as gate --metric)")
+    p.add_argument("--threshold", action="append", metavar="METRIC=PCT",
+                   help="as gate --threshold")
     p.add_argument("--vary", action="append", metavar="KEY")
     p.add_argument("--dashboard-url")
     p.add_argument("--dry-run", action="store_true")

@@ -30,12 +30,12 @@ def summary(cmp: CompareOut) -> str:
     return "\n".join([f"## {headline(cmp)}", "", *verdict_table(cmp), *kernel_table(cmp)]) + "\n"
 
 
-def post_check(gh: GitHub, repo: str, sha: str, cmp: CompareOut,
-               dashboard_url: str | None) -> tuple[str, dict, bool]:
+def post_check(gh: GitHub, repo: str, sha: str, cmp: CompareOut, dashboard_url: str | None,
+               query: dict[str, str] | None = None) -> tuple[str, dict, bool]:
     """Create or update the check (or, without the checks permission, the commit status).
     Returns ("check" | "status", GitHub's object, created)."""
     name = check_name(cmp.benchmark)
-    url = compare_url(cmp, dashboard_url)
+    url = compare_url(cmp, dashboard_url, query)
     try:
         run, created = gh.upsert_check(repo, sha, name, CONCLUSION[cmp.verdict], title(cmp),
                                        summary(cmp), "\n".join(reasons(cmp)) or None, url)

@@ -21,7 +21,25 @@ def _candidate_sha(args, cmp: CompareOut) -> str:
     return sha
 
 
+def _judged(args) -> dict[str, str]:
+    """--metric and --threshold as the compare view's `metrics` and `thresholds`: the comment
+    and the check judge what `gate` judged with the same flags."""
+    q = {}
+    if getattr(args, "metric", None):
+        q["metrics"] = ",".join(args.metric)
+    if getattr(args, "threshold", None):
+        for t in args.threshold:
+            name, _, val = t.partition("=")
+            try:
+                float(val)
+            except ValueError:
+                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+        q["thresholds"] = ",".join(args.threshold)
+    return q
+
+
 def post_comment(args, api) -> int:
+    query = _judged(args)
     if getattr(args, "experiment", None):
         exp = ExperimentOut.model_validate(api(args.server, "GET",
                                                f"/api/v1/experiments/{args.experiment}"))
@@ -35,12 +53,13 @@ def post_comment(args, api) -> int:
                   "run_ids": ",".join(map(str, args.run))}
         if getattr(args, "vary", None):
             params["vary"] = ",".join(args.vary)
+        params.update(query)
         cmp = CompareOut.model_validate(api(args.server, "GET", "/api/v1/compare", params=params))
     check = getattr(args, "check", False)
     pr = getattr(args, "pr", None)
     if not pr and not check:
         raise CliError("comment: give --pr NUMBER (or --check for the commit's check alone)")
-    body = render(cmp, args.dashboard_url, args.server)
+    body = render(cmp, args.dashboard_url, args.server, query)
     if args.dry_run:
         print(body)
         return 0
@@ -58,7 +77,8 @@ def post_comment(args, api) -> int:
                 print(f"{'posted' if created else 'updated'} comment {comment.get('id')} on "
                       f"{args.repo}#{pr} (verdict: {cmp.verdict})", file=sys.stderr)
             if check:
-                kind, obj, created = post_check(gh, args.repo, sha, cmp, args.dashboard_url)
+                kind, obj, created = post_check(gh, args.repo, sha, cmp, args.dashboard_url,
+                                                  query)
                 what = (f"check run {obj.get('id')} ({obj.get('conclusion')})" if kind == "check"
                         else f"commit status ({obj.get('state')}; the token may not write checks)")
                 print(f"{'created' if created else 'updated'} {what} on {args.repo}@{sha[:12]}",

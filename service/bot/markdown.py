@@ -51,7 +51,8 @@ def headline(cmp: GateOut) -> str:
             f"`{cmp.benchmark}` vs baseline `{cmp.baseline}`")
 
 
-def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None) -> str:
+def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
+           query: dict[str, str] | None = None) -> str:
     b, base = cmp.benchmark, cmp.baseline
     lines = [marker(b, base),
              f"## {headline(cmp)}", ""]
@@ -108,7 +109,7 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
                   f"{f'hardware {device}; ' if device else ''}{cmp.correction}, "
                   f"alpha {cmp.alpha}. `pass` means the one-sided 95% bound rules out a "
                   "regression of the threshold's size."]
-    url = compare_url(cmp, dashboard_url)
+    url = compare_url(cmp, dashboard_url, query)
     if url:
         what = "experiment" if cmp.baseline.startswith("experiment:") else "comparison"
         lines.append(f"[Open the {what} in the dashboard]({url})")
@@ -143,8 +144,10 @@ def _which(cmp: GateOut, m: MetricVerdict) -> str:
     return f" ({series_label(diff)})" if diff else ""
 
 
-def compare_url(cmp: GateOut, dashboard_url: str | None) -> str | None:
-    """The dashboard page of this verdict: the experiment's page, else /compare."""
+def compare_url(cmp: GateOut, dashboard_url: str | None,
+                query: dict[str, str] | None = None) -> str | None:
+    """The dashboard page of this verdict: the experiment's page, else /compare (with the
+    request's `metrics` and `thresholds` in `query`, so the page judges what the gate judged)."""
     if not dashboard_url:
         return None
     root = dashboard_url.rstrip("/")
@@ -154,6 +157,7 @@ def compare_url(cmp: GateOut, dashboard_url: str | None) -> str | None:
          "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
     if cmp.vary:
         q["vary"] = ",".join(cmp.vary)
+    q.update(query or {})
     return f"{root}/compare?{urlencode(q)}"
 
 
