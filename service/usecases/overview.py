@@ -65,7 +65,6 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
         if latest is None:
             continue
         base = newest.get(b.id)
-        shown = runs_repo.recent_runs(session, b.id, 1)[0]
         series_verdicts: list[dict[str, Any]] = []
         no_verdict = None  # why there is no series verdict, said as it is
         if base is not None:
@@ -88,9 +87,11 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                                             "verdict": m.verdict, "change": m.delta_pct,
                                             "run": by_series[m.series_id].id,
                                             "reason": m.reason})
-            if not cand and shown.id not in keys:
-                no_verdict = (f"newer runs, none on {default_branch(b)} in the baseline's "
-                              "series")
+            others = count - len(keys)  # runs the baseline does not hold
+            if not cand and others > 0:
+                no_verdict = (f"no newer {default_branch(b)} run in the baseline's series; "
+                              f"{others} other run{'s' if others != 1 else ''} in other series "
+                              "or branches")
             elif cand and not series_verdicts and no_verdict is None:
                 no_verdict = "newer runs, but no tok/s verdict for them"
         cp = _latest_change_point(session, b, count, latest)
@@ -99,6 +100,7 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
             counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
         worst = next((k for k in ("regression", "inconclusive", "improvement", "pass")
                       if counts.get(k)), None)
+        shown = runs_repo.recent_runs(session, b.id, 1)[0]
         rows.append({"name": b.name, "runs": count, "baseline": base.name if base else None,
                      "series_verdicts": sorted(series_verdicts, key=lambda v: (
                          ["regression", "inconclusive", "improvement", "pass"].index(v["verdict"]),

@@ -101,4 +101,4 @@ def test_index_says_why_a_benchmark_has_no_verdict(client):
     row = re.search(r'<tr data-benchmark="moe-decode-noise">.*?</tr>', client.get("/").text, re.S)
     text = _text(row.group(0))
     assert "no run after the baseline's" not in text
-    assert "newer runs, none on main in the baseline's series" in text
+    assert "no newer main run in the baseline's series; 1 other run in other series" in text
