@@ -104,20 +104,25 @@ def benchmark_page(request: Request, name: str, session: Session = Depends(db),
         order = sorted(hist, key=lambda h: (not alert_runs.get(h["series_id"]),
                                             not v["changes"].get(h["series_id"]),
                                             _natural(h["label"])))
+        common, diffs = split_series([{**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]}
+                                      for h in order])
         grid = [{"series_id": h["series_id"], "label": h["label"], "runs": len(h["runs"]),
+                 "short": series_label(d) if d else h["label"],
                  "changes": v["changes"].get(h["series_id"], []),
                  "alerted": bool(alert_runs.get(h["series_id"])),
                  "figure": json.dumps(figures.series_panel(
                      h, v["unit"], v["bands"].get(h["series_id"]),
                      v["changes"].get(h["series_id"], []), alert_runs.get(h["series_id"], set()),
-                     by))} for h in order]
-        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid, **ctx)
+                     by))} for h, d in zip(order, diffs)]
+        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid,
+                     common=series_label(common) if common and len(order) > 1 else "", **ctx)
     main = figures.history(hist, metric, v["unit"], v["samples"], v["bands"], v["changes"],
                            f"{metric} per run" + (f" (baseline {base.name} band: mean ± 2 sd "
                                                   "of its runs)" if base else ""))
     panels = [_fig(figures.small_panel(v["panels"][m], title, u)) for m, title, u in PANELS
               if v["panels"].get(m)]
-    return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None, **ctx)
+    return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None,
+                 common="", **ctx)
 
 
 @router.get("/alerts", response_class=HTMLResponse)
@@ -182,9 +187,11 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
                                            metrics=parse_vary(metrics),
                                            thresholds=parse_thresholds(thresholds)),
                            request.app.state.settings.gate_alpha)
-    dists = [{"metric": d.metric, "series": series_label(d.series),
+    shown = [d for d in cmp.distributions if d.baseline and d.metric != "kv_capacity_tokens"]
+    _, keys = split_series([d.series for d in shown])  # the shared keys are in the table's header
+    dists = [{"metric": d.metric, "series": series_label(k) if k else "",
               "figure": _fig(figures.distributions(d.model_dump(), d.metric))}
-             for d in cmp.distributions if d.baseline and d.metric != "kv_capacity_tokens"]
+             for d, k in zip(shown, keys)]
     common, rows = _verdict_rows(cmp)
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
                  dists=dists, rows=rows, common=common,

@@ -59,7 +59,12 @@ def _matches(series: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
 
 
 def short_kernel(name: str, limit: int = 48) -> str:
-    return name if len(name) <= limit else name[:limit - 3] + "..."
+    """A kernel's name without its return type, template and call arguments
+    (`void at::native::reduce_kernel<(int)128, ...>(...)` -> `at::native::reduce_kernel`)."""
+    short = name.removeprefix("void ").strip()
+    cut = min((i for i in (short.find("<"), short.find("(")) if i > 0), default=len(short))
+    short = short[:cut]
+    return short if len(short) <= limit else "..." + short[-(limit - 3):]
 
 
 def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:

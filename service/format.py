@@ -95,6 +95,8 @@ def split_series(series: list[Mapping[str, Any]]) -> tuple[dict[str, Any], list[
     keys: set[str] = set().union(*(set(s) for s in series))
     common = {k: series[0][k] for k in keys
               if all(k in s and s[k] == series[0][k] for s in series)}
+    if not all(k in common for k in HIDDEN if k in keys):  # GPU model and count read as one
+        common = {k: v for k, v in common.items() if k not in HIDDEN}
     return common, [{k: v for k, v in s.items() if k not in common} for s in series]
 
 

@@ -52,6 +52,7 @@ def _open(browser, url, name, size="desktop"):
     page.wait_for_load_state("networkidle")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}-{size}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}-{size}-view.png"))  # what the first screen shows
     # no chart has a mode bar over its title; the page never scrolls sideways (wide tables
     # scroll inside their own box)
     assert page.locator(".modebar").count() == 0, url
@@ -187,7 +188,7 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     assert page.locator(".timeline .barlayer").count() == 1
     assert "aux idle gap" in page.locator(".timeline").inner_text()
     assert page.locator("#trials tr").count() == 6
-    assert "1980" in page.locator("#trials").inner_text()  # SM clock per trial
+    assert "1,980" in page.locator("#trials").inner_text()  # SM clock per trial
     assert page.locator("#kernels tr").count() > 5
     assert not errors
     for path, name in ((f"/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
@@ -301,6 +302,10 @@ def test_pages_read_at_a_glance(seeded, live_server, browser):
         assert not errors
 
         page, errors = _open(browser, f"{url}/benchmarks/moe-decode", "benchmark", size)
+        shared = page.locator("#panels-common").inner_text().replace("every panel:", "").split()
+        assert "dtype=bfloat16" in shared and "experts=16" in shared
+        for title in page.locator("#panels .panel-card h3").all_inner_texts():
+            assert not any(k in title.split() for k in shared if "=" in k), title
         legend = page.locator("#panel-legend").inner_text()
         assert "mean ± 2 sd" in legend and "change point" in legend and "alert" in legend
         boxes = _boxes(page, "#panels .panel-card .chart")

@@ -32,3 +32,10 @@ def test_split_series_keeps_only_differing_keys_per_row():
     assert rows == [{"batch_size": 1, "dtype": "bf16"}, {"batch_size": 8, "dtype": "bf16"},
                     {"batch_size": 1}]
     assert series_label(common) == "tp=1 1x H200" and series_label(rows[1]) == "M=8 dtype=bf16"
+
+
+def test_gpu_model_and_count_are_split_together():
+    one = {"tp": 1, "gpu": "NVIDIA H200", "gpu_count": 1}
+    common, rows = split_series([one, {**one, "tp": 2, "gpu_count": 2}])
+    assert common == {} and [series_label(r) for r in rows] == ["tp=1 1x NVIDIA H200",
+                                                                "tp=2 2x NVIDIA H200"]
