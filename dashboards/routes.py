@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
 from service.errors import DomainError, Invalid
-from service.evidence import evidence
+from service.evidence import evidence, last_of_series
 from service.format import (
     hardware,
     interval,
@@ -198,13 +198,15 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
                  show_series=any(label for _, label, _ in rows))
 
 
-def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str]]]:
+def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str | None]]]:
     """The config keys every row shares (said once, in the table's header row) and per metric
-    verdict: the keys that differ, and the profiler evidence for its series."""
+    verdict: the keys that differ, and under the last verdict of each series the profiler
+    evidence for that series (None on the others)."""
     common, diffs = split_series([m.series for m in cmp.metrics])
     return (series_label(common) if common else "",
-            [(m, series_label(d) if d else "", evidence(cmp, m).text(code=""))
-             for m, d in zip(cmp.metrics, diffs)])
+            [(m, series_label(d) if d else "", evidence(cmp, m).text(code="")
+              if last_of_series(cmp.metrics, i) else None)
+             for i, (m, d) in enumerate(zip(cmp.metrics, diffs))])
 
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)

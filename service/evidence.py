@@ -94,3 +94,8 @@ def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
                   for k in td.get("kernels", [])[:kernels] if k["delta_per_step_us"]]
     ev.source = f"traces of run {td.get('base_run_id')} {ARROW} run {td.get('candidate_run_id')}"
     return ev
+
+
+def last_of_series(metrics: list[MetricVerdict], i: int) -> bool:
+    """Is verdict `i` the last of its series' run of rows (where that series' evidence goes)?"""
+    return i == len(metrics) - 1 or metrics[i + 1].series != metrics[i].series

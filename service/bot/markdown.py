@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..evidence import evidence
+from ..evidence import evidence, last_of_series
 from ..format import hardware, interval, num, pct, quantity, series_label, split_series, trace_rank
 from ..schemas import CompareOut, GateOut, MetricVerdict
 
@@ -18,7 +18,8 @@ def marker(benchmark: str, baseline: str) -> str:
 
 def verdict_table(cmp: GateOut) -> list[str]:
     """The constant config keys once, then one row per metric verdict holding only the keys that
-    differ between rows, each followed by its profiler evidence where there is some."""
+    differ between rows; under the verdicts of each series, its profiler evidence where there
+    is some."""
     common, diffs = split_series([m.series for m in cmp.metrics])
     lines = []
     if common:
@@ -29,7 +30,7 @@ def verdict_table(cmp: GateOut) -> list[str]:
         "worse-side bound", "threshold", "verdict"]
     lines += ["| " + " | ".join(head) + " |",
               "|" + "|".join(["---"] * (1 + show_series) + ["---:"] * 6 + ["---"]) + "|"]
-    for m, diff in zip(cmp.metrics, diffs):
+    for i, (m, diff) in enumerate(zip(cmp.metrics, diffs)):
         exact = m.method == "exact"
         ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
         cells = [f"`{m.name}`"] + ([series_label(diff) if diff else NA] if show_series else []) + [
@@ -39,7 +40,7 @@ def verdict_table(cmp: GateOut) -> list[str]:
             f"{pct(m.delta_pct, NA)}{ci}", NA if exact else pct(m.bound_pct, NA),
             f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"]
         lines.append("| " + " | ".join(cells) + " |")
-        ev = evidence(cmp, m)
+        ev = evidence(cmp, m) if last_of_series(cmp.metrics, i) else None
         if ev:
             lines.append(f"| ↳ evidence | {ev.text()} |" + " |" * (len(head) - 2))
     lines.append("")

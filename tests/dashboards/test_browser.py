@@ -259,7 +259,8 @@ def _verdict_table_reads_at(page, size):
     for s in series:
         assert not any(k in s.split() for k in shared), (s, shared)
         assert "NVIDIA" not in s and "dtype=" not in s
-    assert page.locator("#gate tr.evidence").count() == rows.count()
+    # the evidence row closes each series' verdicts
+    assert page.locator("#gate tr.evidence").count() == len(set(series)) >= 2
     width = SIZES[size]["width"]
     cells = _boxes(page, "#gate tr.metric-row td")
     per_row = len(cells) // rows.count()
