@@ -48,13 +48,14 @@ def history(series: list[dict], metric: str, unit: str, samples: dict[int, list[
                              line=dict(color=color, dash="dot", width=1),
                              name=f"{name} baseline mean", hoverinfo="skip"))
         for c in changes.get(s["series_id"], []):
+            first_change = not any(d.get("name") == "change point" for d in data)
             data.append(dict(type="scatter", x=[c["started_at"], c["started_at"]],
                              y=[min(c["before_mean"], c["after_mean"]),
                                 max(c["before_mean"], c["after_mean"])],
                              mode="lines+markers", line=dict(color="black", dash="dash"),
                              marker=dict(symbol="x", size=10), name="change point",
                              hovertemplate=f"change point {c['delta_pct']:+.2f}%<extra></extra>",
-                             showlegend=False))
+                             showlegend=first_change, legendgroup="change point"))
     layout = dict(**LAYOUT, title=dict(text=title), xaxis=dict(title=dict(text="run start (UTC)")),
                   yaxis=dict(title=dict(text=f"{metric} ({unit})" if unit else metric)))
     return go.Figure(data=data, layout=layout, _validate=False)
@@ -197,33 +198,49 @@ def experiment(blocks: list[dict], title: str) -> go.Figure:
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
+def _ticks(labels: list[str], most: int = 6) -> tuple[list[int], list[str]]:
+    """At most `most` evenly spread tick positions over run indexes, with their labels."""
+    if not labels:
+        return [], []
+    step = max(1, -(-len(labels) // most))
+    idx = list(range(0, len(labels), step))
+    return idx, [labels[i] for i in idx]
+
+
 def series_panel(s: dict, unit: str, band: tuple[float, float, float] | None,
                  changes: list[dict], alert_runs: set[int], by: str = "time") -> dict[str, Any]:
-    """One series' run means in a small chart of its own y-scale: change points as dashed
-    vertical lines, runs that opened an alert as red triangles, the baseline band shaded. The
-    title is the page's (HTML above the chart), so nothing draws over it. `by`: x is the run's
-    start time, or its commit (in run order)."""
+    """One series' run means in a chart of its own y-scale: change points as dashed vertical
+    lines, runs that opened an alert as red triangles, the baseline band as dotted lines (mean
+    ± 2 sd of its run means; the page's legend says so). Runs sit at even steps along x, in
+    order, so runs of days apart never squeeze into the panel's edges; the ticks name the run's
+    start date, or with `by="commit"` its commit. The y range is the runs' own (the band may
+    run past it), so a wide band on noisy data never flattens the runs. The title is the
+    page's (HTML above the chart), so nothing draws over it."""
     runs = s["runs"]
+    x = list(range(len(runs)))
     if by == "commit":
-        x = [f"{(r.get('commit') or '?')[:8]}·{r['id']}" for r in runs]
+        names = [f"{(r.get('commit') or 'no commit')[:8]}" for r in runs]
     else:
-        x = [r["started_at"] for r in runs]
-    xi = {r["id"]: x[i] for i, r in enumerate(runs)}
+        names = [str(r["started_at"])[5:16].replace("T", " ") for r in runs]
+    xi = {r["id"]: i for i, r in enumerate(runs)}
     y = [r["mean"] for r in runs]
     data: list[dict[str, Any]] = [dict(
         type="scatter", x=x, y=y, mode="lines+markers", line=dict(color=COLORS[0], width=1.5),
-        marker=dict(size=3), name="run mean", showlegend=False,
-        customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""] for r in runs],
-        hovertemplate="run %{customdata[0]} %{customdata[2]}<br>%{customdata[1]}<br>"
-                      "%{y:.4g}<extra></extra>")]
+        marker=dict(size=4), name="run mean", showlegend=False,
+        customdata=[[r["id"], r.get("commit") or "", r.get("label") or "",
+                     str(r["started_at"])[:16]] for r in runs],
+        hovertemplate="run %{customdata[0]} %{customdata[2]}<br>%{customdata[3]} "
+                      "%{customdata[1]}<br>%{y:.4g}<extra></extra>")]
+    shapes: list[dict[str, Any]] = []
     if band and x:
-        lo, _, hi = band
-        data.append(dict(type="scatter", x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
-                         fill="toself", mode="none", fillcolor=COLORS[0], opacity=0.12,
-                         hoverinfo="skip", showlegend=False, name="baseline band"))
-    shapes = []
+        lo, mid, hi = band
+        for v, dash in ((lo, "dot"), (mid, "dash"), (hi, "dot")):
+            shapes.append(dict(type="line", xref="paper", yref="y", x0=0, x1=1, y0=v, y1=v,
+                               line=dict(color=COLORS[0], dash=dash, width=1), opacity=0.6))
     for c in changes:
-        cx = xi.get(c.get("run_id"), c["started_at"])
+        cx = xi.get(c.get("run_id"))
+        if cx is None:
+            continue
         shapes.append(dict(type="line", xref="x", yref="paper", x0=cx, x1=cx, y0=0, y1=1,
                            line=dict(color="#111", dash="dash", width=1.5)))
         data.append(dict(type="scatter", x=[cx], y=[c["after_mean"]], mode="markers",
@@ -237,9 +254,16 @@ def series_panel(s: dict, unit: str, band: tuple[float, float, float] | None,
                          marker=dict(symbol="triangle-down", size=13, color="#b91c1c"),
                          showlegend=False, hovertemplate="open alert at run %{customdata}"
                          "<extra></extra>", customdata=[r["id"] for r in alerted]))
-    layout = dict(template="plotly_white", height=150, margin=dict(l=48, r=6, t=4, b=22),
+    vals = [v for v in y if v is not None]
+    yaxis: dict[str, Any] = dict(tickfont=dict(size=10), title=dict(text=unit, font=dict(size=10)))
+    if vals:
+        lo_y, hi_y = min(vals), max(vals)
+        pad = (hi_y - lo_y) * 0.15 or abs(hi_y) * 0.01 or 1.0
+        yaxis["range"] = [lo_y - pad, hi_y + pad]
+    tickvals, ticktext = _ticks(names)
+    layout = dict(template="plotly_white", height=260, margin=dict(l=56, r=10, t=6, b=34),
                   showlegend=False, hovermode="closest", shapes=shapes,
-                  xaxis=dict(showticklabels=by == "time", tickfont=dict(size=9),
-                             type="category" if by == "commit" else "date"),
-                  yaxis=dict(tickfont=dict(size=9), title=dict(text=unit, font=dict(size=9))))
+                  xaxis=dict(tickvals=tickvals, ticktext=ticktext, tickfont=dict(size=10),
+                             range=[-0.5, max(len(runs) - 0.5, 0.5)], zeroline=False),
+                  yaxis=yaxis)
     return dict(data=data, layout=layout)

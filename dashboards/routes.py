@@ -18,8 +18,28 @@ from sqlalchemy.orm import Session
 
 from service.api.deps import db, require_read
 from service.errors import DomainError, Invalid
-from service.format import interval, level_pct, num, pct, series_label, series_short, trace_rank
-from service.schemas import GateIn, parse_run_ids, parse_vary
+from service.evidence import evidence, last_of_series
+from service.format import (
+    hardware,
+    interval,
+    level_pct,
+    num,
+    pct,
+    quantity,
+    series_label,
+    series_short,
+    split_series,
+    trace_rank,
+)
+from service.schemas import (
+    RUN_EXTRAS,
+    GateIn,
+    GateOut,
+    MetricVerdict,
+    parse_run_ids,
+    parse_thresholds,
+    parse_vary,
+)
 from service.usecases import alerts, attribution, experiments, history, overview, runs, verdicts
 
 from . import figures
@@ -85,20 +105,25 @@ def benchmark_page(request: Request, name: str, session: Session = Depends(db),
         order = sorted(hist, key=lambda h: (not alert_runs.get(h["series_id"]),
                                             not v["changes"].get(h["series_id"]),
                                             _natural(h["label"])))
+        common, diffs = split_series([{**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]}
+                                      for h in order])
         grid = [{"series_id": h["series_id"], "label": h["label"], "runs": len(h["runs"]),
+                 "short": series_label(d) if d else h["label"],
                  "changes": v["changes"].get(h["series_id"], []),
                  "alerted": bool(alert_runs.get(h["series_id"])),
                  "figure": json.dumps(figures.series_panel(
                      h, v["unit"], v["bands"].get(h["series_id"]),
                      v["changes"].get(h["series_id"], []), alert_runs.get(h["series_id"], set()),
-                     by))} for h in order]
-        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid, **ctx)
+                     by))} for h, d in zip(order, diffs)]
+        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid,
+                     common=series_label(common) if common and len(order) > 1 else "", **ctx)
     main = figures.history(hist, metric, v["unit"], v["samples"], v["bands"], v["changes"],
                            f"{metric} per run" + (f" (baseline {base.name} band: mean ± 2 sd "
                                                   "of its runs)" if base else ""))
     panels = [_fig(figures.small_panel(v["panels"][m], title, u)) for m, title, u in PANELS
               if v["panels"].get(m)]
-    return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None, **ctx)
+    return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None,
+                 common="", **ctx)
 
 
 @router.get("/alerts", response_class=HTMLResponse)
@@ -155,16 +180,34 @@ def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1,
                  baseline: Annotated[str, Query(min_length=1, max_length=200)],
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
                  vary: Annotated[str | None, Query(max_length=2000)] = None,
+                 metrics: Annotated[str | None, Query(max_length=2000)] = None,
+                 thresholds: Annotated[str | None, Query(max_length=2000)] = None,
                  session: Session = Depends(db)):
     cmp = verdicts.compare(session, GateIn(benchmark=benchmark, baseline=baseline,
-                                           run_ids=parse_run_ids(run_ids), vary=parse_vary(vary)),
+                                           run_ids=parse_run_ids(run_ids), vary=parse_vary(vary),
+                                           metrics=parse_vary(metrics),
+                                           thresholds=parse_thresholds(thresholds)),
                            request.app.state.settings.gate_alpha)
-    dists = [{"metric": d.metric, "series": series_label(d.series),
+    shown = [d for d in cmp.distributions if d.baseline and d.metric != "kv_capacity_tokens"]
+    _, keys = split_series([d.series for d in shown])  # the shared keys are in the table's header
+    dists = [{"metric": d.metric, "series": series_label(k) if k else "",
               "figure": _fig(figures.distributions(d.model_dump(), d.metric))}
-             for d in cmp.distributions if d.baseline and d.metric != "kv_capacity_tokens"]
-    rows = [(m, series_label(m.series)) for m in cmp.metrics]
+             for d, k in zip(shown, keys)]
+    common, rows = _verdict_rows(cmp)
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
-                 dists=dists, rows=rows, level=level_pct(cmp.alpha / cmp.looks))
+                 dists=dists, rows=rows, common=common, level=level_pct(cmp.alpha / cmp.looks),
+                 show_series=any(label for _, label, _ in rows))
+
+
+def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str | None]]]:
+    """The config keys every row shares (said once, in the table's header row) and per metric
+    verdict: the keys that differ, and under the last verdict of each series the profiler
+    evidence for that series (None on the others)."""
+    common, diffs = split_series([m.series for m in cmp.metrics])
+    return (series_label(common) if common else "",
+            [(m, series_label(d) if d else "", evidence(cmp, m).text(code="")
+              if last_of_series(cmp.metrics, i) else None)
+             for i, (m, d) in enumerate(zip(cmp.metrics, diffs))])
 
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)
@@ -174,10 +217,14 @@ def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_lengt
     fig = figures.experiment(exp["blocks"], f"{exp_id}: both arms over block order")
     order = " ".join("".join("A" if a == "baseline" else "B" for a in b["order"])
                      for b in exp["blocks"])
-    rows = [(m, series_label(m.series)) for m in exp["verdict"].metrics]
-    g = exp["verdict"]
+    verdict = exp["verdict"]
+    common, rows = _verdict_rows(verdict)
+    looks = verdict.looks
+    level = (f"{level_pct(verdict.alpha / looks)} (alpha {verdict.alpha:g}/{looks} looks)"
+             if looks > 1 else level_pct(verdict.alpha))
     return _page(request, "experiment.html", title=f"experiment {exp_id} · perfwarden", exp=exp,
-                 figure=_fig(fig), rows=rows, order=order, level=level_pct(g.alpha / g.looks))
+                 figure=_fig(fig), rows=rows, common=common, order=order, level=level,
+                 show_series=any(label for _, label, _ in rows))
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
@@ -189,9 +236,54 @@ def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 -
     timelines = [{"trace": t["trace"], "error": t["error"]} if "error" in t else
                  {"trace": t["trace"], "figure": _fig(figures.timeline(t["data"], min_gap))}
                  for t in v["timelines"]]
+    workload = [(k, num(v, 3, "—") if isinstance(v, (int, float)) and not isinstance(v, bool)
+                  else _value(v)) for k, v in _flat({k: run[k] for k in RUN_EXTRAS
+                                                     if k != "trials" and run.get(k)})]
     return _page(request, "run.html", title=f"run {run_id} · perfwarden", run=run,
-                 trials=run.get("trials") or [], timelines=timelines,
+                 trials=run.get("trials") or [], timelines=timelines, workload=workload,
+                 config=[(k, _value(v)) for k, v in run.get("config", {}).items()],
                  summary=run.get("trace_summary"), series_name=v["series_name"], steps=steps)
+
+
+def _flat(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """Nested fields as dotted keys (`plant.pct`), in the record's order; nulls left out."""
+    out: list[tuple[str, object]] = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _flat(v, f"{prefix}{k}.")
+        elif v is not None:
+            out.append((f"{prefix}{k}", v))
+    return out
+
+
+def _number(v: object) -> float | None:
+    """A template's value as a number, or None (missing, undefined or not a number)."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _value(v: object) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, (int, float)):
+        return num(v, 3)
+    if isinstance(v, list):
+        return ", ".join(_value(x) for x in v)
+    return str(v)
+
+
+PAGES = re.compile(r"^/(|alerts|compare|benchmarks/.*|experiments/.*|runs/.*)$")
+
+
+def is_page(path: str) -> bool:
+    """A dashboard page (whose errors are pages), as against the API, docs and static files."""
+    return bool(PAGES.match(path))
+
+
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    """An error on a dashboard route: the message the API would give, as a page."""
+    return templates.TemplateResponse(request, "error.html", {
+        "now": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "status": status,
+        "message": message, "title": f"{status} · perfwarden"}, status_code=status)
 
 
 def mount(app: FastAPI) -> None:
@@ -210,5 +302,8 @@ def mount(app: FastAPI) -> None:
     templates.env.globals["urlencode"] = urlencode
     templates.env.globals["trace_rank"] = trace_rank
     templates.env.globals["interval"] = interval
-    templates.env.filters["num"] = lambda v, digits=2: num(v, digits, "—")
+    templates.env.globals["hardware"] = hardware
+    templates.env.filters["num"] = lambda v, digits=2: num(_number(v), digits, "—")
+    templates.env.filters["qty"] = lambda v, unit=None, digits=None: quantity(
+        _number(v), unit, digits, "—")
     templates.env.filters["pct"] = lambda v: pct(v, "—")

@@ -199,6 +199,7 @@ def _candidate_ids(args) -> list[int]:
 
 
 def cmd_gate(args) -> int:
+    from .bot.markdown import append_step_summary
     from .gate_report import print_gate
     from .schemas import GateOut
 
@@ -223,6 +224,7 @@ def cmd_gate(args) -> int:
             return EXIT_BISECT_ABORT
         raise
     result = GateOut.model_validate(raw)
+    append_step_summary(result, os.environ.get("GITHUB_STEP_SUMMARY"))
     if args.json:
         json.dump(raw, sys.stdout, indent=1)
         print()
@@ -643,7 +645,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", type=int, action="append")
     p.add_argument("--experiment", metavar="ID", help="report this interleaved experiment")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
-    p.add_argument("--pr", type=int, required=True)
+    p.add_argument("--pr", type=int, help="the pull request to comment on")
+    p.add_argument("--check", action="store_true", help="also create or update the check run "
+                   "`perfwarden: BENCHMARK` on the candidate commit (a commit status where the "
+                   "token may not write checks)")
+    p.add_argument("--sha", help="the candidate commit for --check (default: the candidate "
+                   "runs' commit)")
+    p.add_argument("--metric", action="append", help="judge these metrics (as gate --metric)")
+    p.add_argument("--threshold", action="append", metavar="METRIC=PCT",
+                   help="as gate --threshold")
     p.add_argument("--vary", action="append", metavar="KEY")
     p.add_argument("--dashboard-url")
     p.add_argument("--dry-run", action="store_true")

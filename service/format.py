@@ -1,7 +1,13 @@
-"""Number formatting and the series label: one place for both (CLI tables, PR comment,
-dashboard)."""
+"""Number formatting and the series label: one place for both (CLI tables, PR comment, check
+summary, webhook body, dashboard).
+
+The number rule: an integer (or a float holding a whole number) prints as an integer with
+thousands separators (`2,097,152`), anything else with `digits` decimals; a unit follows where
+it is known (`79.0 us`, `578,368 tokens`); a number that leaves in a machine body (JSON) is
+rounded to 12 significant digits, so binary float noise (`999.9686800000001`) never shows."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,8 +21,43 @@ _SHORT = {"batch_size": "M"}
 HIDDEN = ("gpu", "gpu_count")  # shown once, at the end
 
 
+def is_whole(v: float) -> bool:
+    """A whole number (ints, and floats such as 2097152.0 that counted something)."""
+    return isinstance(v, int) or (math.isfinite(v) and float(v).is_integer() and abs(v) < 1e15)
+
+
 def num(v: float | None, digits: int = 2, missing: str = "-") -> str:
-    return missing if v is None else f"{v:,.{digits}f}"
+    if v is None:
+        return missing
+    if isinstance(v, bool):
+        return str(v)
+    if is_whole(v):
+        return f"{int(v):,}"
+    return f"{v:,.{digits}f}"
+
+
+def quantity(v: float | None, unit: str | None = None, digits: int | None = None,
+             missing: str = "-") -> str:
+    """A number and its unit (`79.0 us`, `87.60 tok/s`, `578,368 tokens`); one decimal for
+    times in us and ms, two otherwise, unless `digits` says."""
+    if v is None:
+        return missing
+    if digits is None:
+        digits = 1 if unit in ("us", "ms") else 2
+    text = num(v, digits, missing)
+    return f"{text} {unit}" if unit else text
+
+
+def clean(v: Any) -> Any:
+    """A value for a JSON body: floats rounded to 12 significant digits (no float noise), whole
+    floats kept as floats; containers cleaned through."""
+    if isinstance(v, float):
+        return float(f"{v:.12g}") if math.isfinite(v) else v
+    if isinstance(v, Mapping):
+        return {k: clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    return v
 
 
 def pct(v: float | None, missing: str = "-") -> str:
@@ -42,10 +83,23 @@ def series_label(series: Mapping[str, Any]) -> str:
         k for k in series if k not in KEY_ORDER and k not in HIDDEN)
     parts = [f"{_SHORT.get(k, k)}={_value(series[k])}" for k in keys
              if series[k] not in (None, "")]
-    gpu, count = series.get("gpu"), series.get("gpu_count")
-    if gpu or count:
-        parts.append(f"{count or '?'}x {gpu or '?'}")
+    hw = hardware(series.get("gpu"), series.get("gpu_count"))
+    if hw:
+        parts.append(hw)
     return " ".join(parts) or "-"
+
+
+def split_series(series: list[Mapping[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The keys every series shares (said once, in a header) and, per series, only the keys
+    that differ between them. A key missing from some series counts as differing."""
+    if not series:
+        return {}, []
+    keys: set[str] = set().union(*(set(s) for s in series))
+    common = {k: series[0][k] for k in keys
+              if all(k in s and s[k] == series[0][k] for s in series)}
+    if not all(k in common for k in HIDDEN if k in keys):  # GPU model and count read as one
+        common = {k: v for k, v in common.items() if k not in HIDDEN}
+    return common, [{k: v for k, v in s.items() if k not in common} for s in series]
 
 
 def series_short(config: Mapping[str, Any], gpu: str | None = None,
@@ -63,8 +117,15 @@ def series_short(config: Mapping[str, Any], gpu: str | None = None,
     for k in ("concurrency", "request_rate"):
         if k in config:
             parts.append(f"{k}={config[k]}")
-    parts.append(f"{gpu_count or ''}x{gpu or '?'}")
-    return " ".join(parts)
+    parts.append(hardware(gpu, gpu_count))
+    return " ".join(p for p in parts if p)
+
+
+def hardware(gpu: str | None, gpu_count: int | None) -> str:
+    """`8x NVIDIA H200`; just the device when its count is unknown (`cpu`), never `?x cpu`."""
+    if not gpu:
+        return f"{gpu_count}x GPU" if gpu_count else ""
+    return f"{gpu_count}x {gpu}" if gpu_count else gpu
 
 
 def trace_rank(filename: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -42,8 +42,15 @@ def status_of(e: DomainError) -> int:
     return 400
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
-    """The one JSON error shape: {"error": {"status", "code", "message", "field"}}."""
+def error_response(status: int, code: str, message: str, field: str | None = None,
+                   request: Request | None = None) -> Response:
+    """The one JSON error shape: {"error": {"status", "code", "message", "field"}}; on a
+    dashboard page the same message as an HTML page."""
+    if request is not None:
+        from dashboards.routes import error_page, is_page
+
+        if is_page(request.url.path):
+            return error_page(request, status, message)
     return JSONResponse({"error": {"status": status, "code": code, "message": message,
                                    "field": field}}, status_code=status)
 
@@ -70,28 +77,30 @@ def create_app(settings: Settings | None = None,
     app.state.on_run_created = on_run_created
 
     @app.exception_handler(DomainError)
-    async def _domain_error(_: Request, e: DomainError):
-        return error_response(status_of(e), e.code, e.message, e.field)
+    async def _domain_error(request: Request, e: DomainError):
+        return error_response(status_of(e), e.code, e.message, e.field, request)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, e: RequestValidationError):
+    async def _validation(request: Request, e: RequestValidationError):
         err = from_validation(list(e.errors()))
-        return error_response(422, err.code, err.message, err.field)
+        return error_response(422, err.code, err.message, err.field, request)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, e: StarletteHTTPException):
+    async def _http(request: Request, e: StarletteHTTPException):
         code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
-        return error_response(e.status_code, code, str(e.detail))
+        return error_response(e.status_code, code, str(e.detail), None, request)
 
     @app.exception_handler(OperationalError)
-    async def _db_down(_: Request, e: OperationalError):
+    async def _db_down(request: Request, e: OperationalError):
         log.error("database error: %s", str(e).splitlines()[0])
-        return error_response(503, "database_unavailable", "the database is not answering; try again")
+        return error_response(503, "database_unavailable", "the database is not answering; "
+                              "try again", None, request)
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, e: Exception):
+    async def _unexpected(request: Request, e: Exception):
         log.exception("unexpected error")
-        return error_response(500, "internal_error", "internal error; see the server log")
+        return error_response(500, "internal_error", "internal error; see the server log", None,
+                              request)
 
     from .api.routes import alerts, baselines, benchmarks, gate, health, runs
 

@@ -1,5 +1,6 @@
-"""GitHub's issue-comment REST API through httpx: list (all pages), create, edit; retries with
-backoff on 5xx and rate limits. The token is sent in a header and never logged."""
+"""GitHub's REST API through httpx: issue comments (list all pages, create, edit), check runs
+(find by name on a commit, create, update) and commit statuses; retries with backoff on 5xx and
+rate limits. The token is sent in a header and never logged."""
 from __future__ import annotations
 
 import re
@@ -8,11 +9,14 @@ import time
 import httpx
 
 RETRIES = 4
+CHECK_SUMMARY_MAX = 65535  # GitHub's limit on a check run's output.summary and output.text
 LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 
 class GitHubError(RuntimeError):
-    pass
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class GitHub:
@@ -61,7 +65,7 @@ class GitHub:
                         "rate limited", 404: "repository or pull request not found (or the token "
                         "cannot see it)"}.get(r.status_code, "")
                 raise GitHubError(f"GitHub API {method} {url.split('?')[0]} answered "
-                                  f"{r.status_code}: {msg or hint}".rstrip(": "))
+                                  f"{r.status_code}: {msg or hint}".rstrip(": "), r.status_code)
             return r
         raise GitHubError("GitHub API kept failing")  # pragma: no cover
 
@@ -105,3 +109,38 @@ class GitHub:
                 return i, False
         return self._request("POST", f"/repos/{repo}/issues",
                              json={"title": title, "body": body}).json(), True
+
+    # -- checks: a check run per name on the candidate commit, edited in place --------------
+
+    def check_runs(self, repo: str, ref: str, name: str) -> list[dict]:
+        """The check runs named `name` on commit `ref` (newest first, as GitHub lists them)."""
+        r = self._request("GET", f"/repos/{repo}/commits/{ref}/check-runs",
+                          params={"check_name": name, "filter": "latest", "per_page": 100})
+        return list(r.json().get("check_runs", []))
+
+    def upsert_check(self, repo: str, sha: str, name: str, conclusion: str, title: str,
+                     summary: str, text: str | None = None,
+                     details_url: str | None = None) -> tuple[dict, bool]:
+        """Update the check run `name` on `sha`, or create it, completed with `conclusion`.
+        Returns (check run, created)."""
+        output: dict = {"title": title, "summary": summary[:CHECK_SUMMARY_MAX]}
+        if text:
+            output["text"] = text[:CHECK_SUMMARY_MAX]
+        body: dict = {"name": name, "status": "completed", "conclusion": conclusion,
+                      "output": output}
+        if details_url:
+            body["details_url"] = details_url
+        found = self.check_runs(repo, sha, name)
+        if found:
+            return self._request("PATCH", f"/repos/{repo}/check-runs/{found[0]['id']}",
+                                 json=body).json(), False
+        return self._request("POST", f"/repos/{repo}/check-runs",
+                             json={**body, "head_sha": sha}).json(), True
+
+    def set_status(self, repo: str, sha: str, context: str, state: str, description: str,
+                   target_url: str | None = None) -> dict:
+        """A commit status (GitHub keeps the newest per context, so posting again updates it)."""
+        body = {"state": state, "context": context, "description": description[:140]}
+        if target_url:
+            body["target_url"] = target_url
+        return self._request("POST", f"/repos/{repo}/statuses/{sha}", json=body).json()

@@ -3,8 +3,19 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from ..format import interval, level_pct, num, pct, series_label, trace_rank
-from ..schemas import CompareOut
+from ..evidence import evidence, last_of_series
+from ..format import (
+    hardware,
+    interval,
+    level_pct,
+    num,
+    pct,
+    quantity,
+    series_label,
+    split_series,
+    trace_rank,
+)
+from ..schemas import CompareOut, GateOut, MetricVerdict
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
         "improvement": "🚀"}
@@ -15,12 +26,50 @@ def marker(benchmark: str, baseline: str) -> str:
     return f"<!-- perfwarden:{benchmark}:{baseline} -->"
 
 
-def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None) -> str:
+def verdict_table(cmp: GateOut) -> list[str]:
+    """The constant config keys once, then one row per metric verdict holding only the keys that
+    differ between rows; under the verdicts of each series, its profiler evidence where there
+    is some."""
+    common, diffs = split_series([m.series for m in cmp.metrics])
+    lines = []
+    if common:
+        lines += [f"Every row: `{series_label(common)}`", ""]
+    show_series = any(diffs)
+    head = ["metric"] + (["series"] if show_series else []) + [
+        "baseline mean", "candidate mean", "n (runs) base / cand",
+        f"change ({level_pct(cmp.alpha / cmp.looks)} CI)",
+        "worse-side bound", "threshold", "verdict"]
+    lines += ["| " + " | ".join(head) + " |",
+              "|" + "|".join(["---"] * (1 + show_series) + ["---:"] * 6 + ["---"]) + "|"]
+    for i, (m, diff) in enumerate(zip(cmp.metrics, diffs)):
+        exact = m.method == "exact"
+        ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
+        role = "" if m.role == "gate" else " (evidence)"
+        cells = [f"`{m.name}`{role}"] + ([series_label(diff) if diff else NA] if show_series else []) + [
+            quantity(m.baseline.mean, m.unit, missing=NA),
+            quantity(m.candidate.mean, m.unit, missing=NA),
+            f"{m.baseline.n} ({m.baseline.runs}) / {m.candidate.n} ({m.candidate.runs})",
+            f"{pct(m.delta_pct, NA)}{ci}", NA if exact else pct(m.bound_pct, NA),
+            f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"]
+        lines.append("| " + " | ".join(cells) + " |")
+        ev = evidence(cmp, m) if last_of_series(cmp.metrics, i) else None
+        if ev:
+            lines.append(f"| ↳ evidence | {ev.text()} |" + " |" * (len(head) - 2))
+    lines.append("")
+    return lines
+
+
+def headline(cmp: GateOut) -> str:
+    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — "
+            f"`{cmp.benchmark}` vs baseline `{cmp.baseline}`")
+
+
+def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
+           query: dict[str, str] | None = None) -> str:
     b, base = cmp.benchmark, cmp.baseline
     level = level_pct(cmp.alpha / cmp.looks)
     lines = [marker(b, base),
-             f"## {ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — `{b}` vs "
-             f"baseline `{base}`", ""]
+             f"## {headline(cmp)}", ""]
     if cmp.baseline.startswith("experiment:"):
         lines += [f"Interleaved experiment `{cmp.baseline.split(':', 1)[1]}`: baseline and "
                   "candidate ran alternately on one host (ABBA BAAB ...); each change is the mean "
@@ -31,42 +80,19 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
     regress = [m for m in cmp.metrics if m.verdict == "regression"]
     if regress:
         lines.append("**Regressions:** " + "; ".join(
-            f"`{m.name}` {pct(m.delta_pct, NA)} ({series_label(m.series)})" for m in regress))
+            f"`{m.name}` {pct(m.delta_pct, NA)}{_which(cmp, m)}" for m in regress))
         lines.append("")
-    lines += ["| metric | series | baseline mean | candidate mean | n (runs) base / cand | "
-              f"change ({level} CI) | worse-side bound | threshold | verdict |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for m in cmp.metrics:
-        exact = m.method == "exact"
-        ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
-        role = "" if m.role == "gate" else " (evidence)"
-        lines.append(
-            f"| `{m.name}`{role} | {series_label(m.series)} | {num(m.baseline.mean, missing=NA)} | "
-            f"{num(m.candidate.mean, missing=NA)} | {m.baseline.n} ({m.baseline.runs}) / "
-            f"{m.candidate.n} ({m.candidate.runs}) | {pct(m.delta_pct, NA)}{ci} | "
-            f"{NA if exact else pct(m.bound_pct, NA)} | {m.threshold_pct:g}% | "
-            f"{ICON.get(m.verdict, '')} {m.verdict} |")
-    lines.append("")
+    lines += verdict_table(cmp)
     kv = [m for m in cmp.metrics if m.name == "kv_capacity_tokens"]
     if kv:
         lines.append("**KV-cache capacity:** " + "; ".join(
-            f"{m.reason} ({series_label(m.series)})" for m in kv))
-    gaps = [m for m in cmp.metrics if m.name == "aux_gap_mean_us"]
+            f"{m.reason}{_which(cmp, m)}" for m in kv))
     td = cmp.trace_diff
-    if gaps:
-        lines.append("**Auxiliary-stream idle gap:** " + "; ".join(
-            f"{num(m.baseline.median, 0, NA)} us → {num(m.candidate.median, 0, NA)} us"
-            for m in gaps))
-    elif td:
-        g = {x["metric"]: x for x in td["gaps"]}.get("aux_gap_mean_us")
-        if g and g["base"] is not None and g["candidate"] is not None:
-            lines.append(f"**Auxiliary-stream idle gap:** {g['base']:.0f} us → "
-                         f"{g['candidate']:.0f} us (from the attached traces)")
     if td and (td["base"].get("ordering") or td["candidate"].get("ordering")):
-        b, c = td["base"], td["candidate"]
-        lines.append(f"**Ordering check (routed experts):** {b.get('ordering') or NA} → "
-                     f"{c.get('ordering') or NA}" + (f" ({c['ordering_reason']})"
-                                                     if c.get("ordering_reason") else ""))
+        bo, co = td["base"], td["candidate"]
+        lines.append(f"**Ordering check (routed experts):** {bo.get('ordering') or NA} → "
+                     f"{co.get('ordering') or NA}" + (f" ({co['ordering_reason']})"
+                                                      if co.get("ordering_reason") else ""))
     dets = [(r.id, r.determinism) for r in cmp.candidate_runs if r.determinism]
     if dets:
         lines.append("**Determinism:** " + ", ".join(
@@ -82,15 +108,7 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
             lines.append(f"| {m.series.get('batch_size')} | {num(m.baseline.mean, missing=NA)} | "
                          f"{num(m.candidate.mean, missing=NA)} | {pct(m.delta_pct, NA)} | "
                          f"{ICON.get(m.verdict, '')} {m.verdict} |")
-    if td and td.get("kernels"):
-        lines += ["", "<details><summary>Kernels that changed most (per decode step, from the "
-                  "attached traces)</summary>", "", "| kernel | base us | candidate us | change |",
-                  "|---|---:|---:|---:|"]
-        for k in td["kernels"][:8]:
-            name = k["name"] if len(k["name"]) < 80 else k["name"][:77] + "..."
-            lines.append(f"| `{name}` | {k['base_per_step_us']:.1f} | "
-                         f"{k['candidate_per_step_us']:.1f} | {k['delta_per_step_us']:+.1f} |")
-        lines += ["", "</details>"]
+    lines += kernel_table(cmp)
     base_url = dashboard_url or server_url  # the dashboard serves the trace files too
     if base_url and cmp.traces:
         sides = [("baseline", r) for r in cmp.baseline_runs] + \
@@ -100,26 +118,73 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
         if links:
             lines += ["", "**Traces:** " + ", ".join(links[:12])]
     lines.append("")
-    for m in cmp.metrics:
-        if m.verdict != "pass" and m.role == "gate":
-            lines.append(f"- `{m.name}` ({series_label(m.series)}): {m.reason}")
+    lines += reasons(cmp)
     c = cmp.candidate_runs[0] if cmp.candidate_runs else None
     hw = c.hardware if c else {}
+    commit = f" (commit `{c.commit}`)" if c and c.commit else ""
+    device = hardware(hw.get("gpu"), hw.get("gpu_count"))
     lines += ["", f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
-                  f" (commit `{(c.commit if c else None) or '?'}`) against baseline `{base}` "
-                  f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; hardware "
-                  f"{hw.get('gpu_count', '?')}x {hw.get('gpu', '?')}; {cmp.correction}, "
+                  f"{commit} against baseline `{base}` "
+                  f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; "
+                  f"{f'hardware {device}; ' if device else ''}{cmp.correction}, "
                   f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
                   f". `pass` means the one-sided {level} bound rules out a regression of the "
                   "threshold's size; metrics marked (evidence) explain and never decide."]
-    if dashboard_url and cmp.baseline.startswith("experiment:"):
-        lines.append(f"[Open the experiment in the dashboard]({dashboard_url.rstrip('/')}/experiments/"
-                     f"{cmp.baseline.split(':', 1)[1]})")
-    elif dashboard_url:
-        q = {"benchmark": b, "baseline": base,
-             "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
-        if cmp.vary:
-            q["vary"] = ",".join(cmp.vary)
-        lines.append(f"[Open the comparison in the dashboard]({dashboard_url.rstrip('/')}/compare?"
-                     f"{urlencode(q)})")
+    url = compare_url(cmp, dashboard_url, query)
+    if url:
+        what = "experiment" if cmp.baseline.startswith("experiment:") else "comparison"
+        lines.append(f"[Open the {what} in the dashboard]({url})")
     return "\n".join(lines) + "\n"
+
+
+def kernel_table(cmp: GateOut) -> list[str]:
+    """The kernels that changed most per decode step, folded (from the attached traces)."""
+    td = getattr(cmp, "trace_diff", None)
+    if not td or not td.get("kernels"):
+        return []
+    lines = ["", "<details><summary>Kernels that changed most (per decode step, from the "
+             "attached traces)</summary>", "", "| kernel | base us | candidate us | change |",
+             "|---|---:|---:|---:|"]
+    for k in td["kernels"][:8]:
+        name = k["name"] if len(k["name"]) < 80 else k["name"][:77] + "..."
+        lines.append(f"| `{name}` | {num(k['base_per_step_us'], 1)} | "
+                     f"{num(k['candidate_per_step_us'], 1)} | {k['delta_per_step_us']:+.1f} |")
+    return lines + ["", "</details>"]
+
+
+def reasons(cmp: GateOut) -> list[str]:
+    return [f"- `{m.name}`{_which(cmp, m)}: {m.reason}" for m in cmp.metrics
+            if m.verdict != "pass" and m.role == "gate"]
+
+
+def _which(cmp: GateOut, m: MetricVerdict) -> str:
+    """` (M=8)`: the keys that tell this verdict's series from the others (the rest are in the
+    table's header line); empty where every row shares them."""
+    _, diffs = split_series([x.series for x in cmp.metrics])
+    diff = next(d for x, d in zip(cmp.metrics, diffs) if x is m)
+    return f" ({series_label(diff)})" if diff else ""
+
+
+def compare_url(cmp: GateOut, dashboard_url: str | None,
+                query: dict[str, str] | None = None) -> str | None:
+    """The dashboard page of this verdict: the experiment's page, else /compare (with the
+    request's `metrics` and `thresholds` in `query`, so the page judges what the gate judged)."""
+    if not dashboard_url:
+        return None
+    root = dashboard_url.rstrip("/")
+    if cmp.baseline.startswith("experiment:"):
+        return f"{root}/experiments/{cmp.baseline.split(':', 1)[1]}"
+    q = {"benchmark": cmp.benchmark, "baseline": cmp.baseline,
+         "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
+    if cmp.vary:
+        q["vary"] = ",".join(cmp.vary)
+    q.update(query or {})
+    return f"{root}/compare?{urlencode(q)}"
+
+
+def append_step_summary(cmp: GateOut, path: str | None) -> None:
+    """Append the verdict and its table to GitHub Actions' job summary (GITHUB_STEP_SUMMARY)."""
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join([f"### {headline(cmp)}", "", *verdict_table(cmp)]) + "\n")

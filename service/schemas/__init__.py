@@ -518,8 +518,23 @@ def parse_run_ids(text: str) -> list[int]:
 
 
 def parse_vary(text: str | None) -> list[str] | None:
-    """`vary=a,b` of the compare view."""
+    """`vary=a,b` of the compare view (and `metrics=a,b`)."""
     return [k.strip() for k in text.split(",") if k.strip()] if text else None
+
+
+def parse_thresholds(text: str | None) -> dict[str, float] | None:
+    """`thresholds=tok_s=2,kv_capacity_tokens=0` of the compare view: the gate's thresholds."""
+    if not text:
+        return None
+    out = {}
+    for item in text.split(","):
+        name, _, val = item.strip().partition("=")
+        try:
+            out[name.strip()] = float(val)
+        except ValueError:
+            raise Invalid(f"thresholds: {item.strip()!r} is not METRIC=PERCENT",
+                          "thresholds") from None
+    return out
 
 
 class AlertOut(BaseModel):

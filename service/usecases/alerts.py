@@ -26,7 +26,7 @@ from collectors.metrics import HIGHER, lookup, threshold_pct
 from ..config import Settings
 from ..db import transaction
 from ..errors import Invalid, NotFound
-from ..format import series_label
+from ..format import clean, series_label
 from ..models import Alert, Benchmark
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
@@ -174,9 +174,9 @@ def open_counts(session: Session) -> dict[int, int]:
 
 # --- delivery ------------------------------------------------------------------------------
 def payload(out: dict[str, Any]) -> dict[str, Any]:
-    """The webhook body (spec/api.md v1.1)."""
-    return {k: out[k] for k in ("benchmark", "series", "metric", "run_id", "commit", "before",
-                                "after", "delta_pct", "url")}
+    """The webhook body (spec/api.md v1.1); numbers without float noise."""
+    return clean({k: out[k] for k in ("benchmark", "series", "metric", "run_id", "commit", "before",
+                                "after", "delta_pct", "url")})
 
 
 def notify(sessions: sessionmaker[Session], settings: Settings, ids: list[int] | None = None) -> None:

@@ -62,6 +62,7 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
             continue
         base = newest.get(b.id)
         series_verdicts: list[dict[str, Any]] = []
+        no_verdict = None  # why there is no series verdict, said as it is
         if base is not None:
             keys = runs_repo.run_keys(session, list(base.run_ids))
             latest_runs = runs_repo.latest_runs_per_series(
@@ -71,8 +72,9 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                 try:
                     g = verdicts.gate(session, GateIn(benchmark=b.name, baseline=base.name,
                                                       run_ids=[r.id for r in cand]), alpha)
-                except DomainError:
+                except DomainError as e:
                     g = None
+                    no_verdict = f"no verdict: {e.message}"
                 by_series = {r.series_id: r for r in cand}
                 for m in g.metrics if g else []:
                     if m.name != "tok_s" or m.series_id not in by_series:
@@ -81,6 +83,13 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                                             "verdict": m.verdict, "change": m.delta_pct,
                                             "run": by_series[m.series_id].id,
                                             "reason": m.reason})
+            others = count - len(keys)  # runs the baseline does not hold
+            if not cand and others > 0:
+                no_verdict = (f"no newer {default_branch(b)} run in the baseline's series; "
+                              f"{others} other run{'s' if others != 1 else ''} in other series "
+                              "or branches")
+            elif cand and not series_verdicts and no_verdict is None:
+                no_verdict = "newer runs, but no tok/s verdict for them"
         cp = _latest_change_point(session, b, count, latest)
         counts: dict[str, int] = {}
         for v in series_verdicts:
@@ -92,7 +101,7 @@ def index_rows(session: Session, alpha: float = 0.05) -> list[dict[str, Any]]:
                      "series_verdicts": sorted(series_verdicts, key=lambda v: (
                          ["regression", "inconclusive", "improvement", "pass"].index(v["verdict"]),
                          v["series"])),
-                     "counts": counts, "worst": worst,
+                     "counts": counts, "worst": worst, "no_verdict": no_verdict,
                      "open_alerts": open_alerts.get(b.id, 0), "change_point": cp,
                      "latest": shown, "started": shown.started_at.strftime("%Y-%m-%d %H:%M UTC")})
     return rows

@@ -52,6 +52,7 @@ def _open(browser, url, name, size="desktop"):
     page.wait_for_load_state("networkidle")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}-{size}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}-{size}-view.png"))  # what the first screen shows
     # no chart has a mode bar over its title; the page never scrolls sideways (wide tables
     # scroll inside their own box)
     assert page.locator(".modebar").count() == 0, url
@@ -188,7 +189,7 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     assert page.locator(".timeline .barlayer").count() == 1
     assert "aux idle gap" in page.locator(".timeline").inner_text()
     assert page.locator("#trials tr").count() == 6
-    assert "1980" in page.locator("#trials").inner_text()  # SM clock per trial
+    assert "1,980" in page.locator("#trials").inner_text()  # SM clock per trial
     assert page.locator("#kernels tr").count() > 5
     assert not errors
     for path, name in ((f"/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
@@ -235,3 +236,106 @@ def test_api_docs_work_offline(settings, live_server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "docs.png"))
     assert outside == [] and errors == []
+
+
+def _boxes(page, selector):
+    return page.evaluate("""sel => Array.from(document.querySelectorAll(sel)).map(e => {
+        const r = e.getBoundingClientRect();
+        return {x: r.left, right: r.right, y: r.top, w: r.width, h: r.height,
+                text: e.innerText, visible: getComputedStyle(e).display !== 'none'
+                && getComputedStyle(e).visibility !== 'hidden'};
+    })""", selector)
+
+
+def _verdict_table_reads_at(page, size):
+    """A header row holds the shared keys; each row only the keys that differ; an evidence row
+    under each verdict; at phone width no cell is hidden or cut off."""
+    common = page.locator("#gate tr.common")
+    assert common.count() == 1
+    shared = [t for t in common.inner_text().replace("every row:", "").split() if "=" in t]
+    assert shared
+    rows = page.locator("#gate tr.metric-row")
+    assert rows.count() >= 2
+    series = [t.strip() for t in page.locator("#gate tr.metric-row td.series").all_inner_texts()]
+    for s in series:
+        assert not any(k in s.split() for k in shared), (s, shared)
+        assert "NVIDIA" not in s and "dtype=" not in s
+    # the evidence row closes each series' verdicts
+    assert page.locator("#gate tr.evidence").count() == len(set(series)) >= 2
+    width = SIZES[size]["width"]
+    cells = _boxes(page, "#gate tr.metric-row td")
+    per_row = len(cells) // rows.count()
+    assert per_row >= 8  # metric, series, both means, change, CI, bound, threshold, verdict
+    for c in cells:
+        assert c["visible"] and c["w"] > 20 and c["h"] > 0, c
+        assert c["x"] >= 0 and c["right"] <= width + 0.5, (size, c)
+    scroll = page.evaluate("(() => { const e = document.querySelector('#gate').parentElement;"
+                           " return e.scrollWidth - e.clientWidth; })()")
+    assert scroll <= 1, f"the verdict table scrolls {scroll} px sideways at {size}"
+
+
+def test_pages_read_at_a_glance(seeded, live_server, browser):
+    """The issue's done-when: /compare (shared keys once, evidence under each verdict, every
+    column at 390 px), the benchmark page (two panels a row at 1400 px, one at 390, a legend)
+    and the run page (the planted slowdown), at both sizes, saved to test-artifacts/."""
+    import httpx
+
+    url, _ = live_server
+
+    def one(label, **kw):
+        data = httpx.get(f"{url}/api/v1/runs", params={"label": label, "limit": 100}).json()["data"]
+        return [r for r in data if all(r["config"].get(k) == v for k, v in kw.items())]
+
+    base = next(r for r in one("tp1-overlap-eager", batch_size=1) if r["traces"])
+    cand = next(r for r in one("tp1-late-eager", batch_size=1) if r["traces"])
+    late = ",".join(str(r["id"]) for r in one("pr-late"))
+    planted = one("plant3-b2", cuda_graphs=True)[0]
+    for size in SIZES:
+        page, errors = _open(browser, f"{url}/compare?benchmark=moe-decode-ab&baseline=v17&"
+                             f"run_ids={late}&vary=shared_experts", "compare", size)
+        _verdict_table_reads_at(page, size)
+        assert "shared_experts=overlap→late" in page.locator("#gate tr.common").inner_text()
+        assert not errors
+        page, errors = _open(browser, f"{url}/compare?benchmark=moe-decode&baseline=runs:"
+                             f"{base['id']}&run_ids={cand['id']}&vary=shared_experts",
+                             "compare-evidence", size)
+        ev = page.locator("#gate tr.evidence").first.inner_text()
+        assert "aux idle gap" in ev and "step GPU time" in ev and "us/step" in ev, ev
+        assert not errors
+
+        page, errors = _open(browser, f"{url}/benchmarks/moe-decode", "benchmark", size)
+        shared = page.locator("#panels-common").inner_text().replace("every panel:", "").split()
+        assert "dtype=bfloat16" in shared and "experts=16" in shared
+        for title in page.locator("#panels .panel-card h3").all_inner_texts():
+            assert not any(k in title.split() for k in shared if "=" in k), title
+        legend = page.locator("#panel-legend").inner_text()
+        assert "mean ± 2 sd" in legend and "change point" in legend and "alert" in legend
+        boxes = _boxes(page, "#panels .panel-card .chart")
+        assert len(boxes) >= 3
+        if size == "desktop":
+            assert boxes[0]["w"] >= 560 and boxes[0]["h"] >= 250, boxes[0]
+            assert abs(boxes[0]["y"] - boxes[1]["y"]) < 2 and boxes[2]["y"] > boxes[0]["y"] + 200
+        else:
+            assert boxes[0]["w"] >= 300 and boxes[0]["h"] >= 250, boxes[0]
+            assert boxes[1]["y"] > boxes[0]["y"] + 200  # one panel a row
+        # runs sit evenly along x, half a step of margin at each end: no dead space
+        margins = page.evaluate("""() => Array.from(document.querySelectorAll(
+            '#panels .panel-card .chart')).map(c => {
+            const xs = c._fullData[0].x, ax = c._fullLayout.xaxis;
+            return [ax.type, xs[0] - ax.range[0], ax.range[1] - xs[xs.length - 1]];
+        })""")
+        for kind, left, right in margins:
+            assert kind == "linear" and left <= 0.51 and right <= 0.51, margins
+        assert page.locator("#recent code:empty").count() == 0  # no grey box for a missing commit
+        assert not errors
+
+        page, errors = _open(browser, f"{url}/runs/{planted['id']}", "run", size)
+        workload = page.locator("#workload").inner_text()
+        assert "plant.pct" in workload and "plant.plant_us" in workload
+        metrics = page.locator("#metrics").inner_text()
+        assert ".000" not in metrics
+        assert not errors
+    page, _ = _open(browser, f"{url}/", "index")
+    ab = page.locator("#benchmarks tr[data-benchmark='moe-decode-ab']").inner_text()
+    assert "no run after the baseline's" not in ab
+    assert "12 other runs in other series or branches" in ab  # the PR's `late` runs

@@ -14,11 +14,15 @@ def test_unknown_query_parameters_are_422(client):
                                                   started_at="2026-11-01T00:00:00Z"))
     client.post("/api/v1/runs", json=minimal_run(started_at="2026-11-02T00:00:00Z"))
     for url in ("/api/v1/runs?comit=abc", "/api/v1/noise?benchmark=bench-a&brnch=main",
-                "/api/v1/benchmarks?x=1", "/?foo=1", "/api/v1/baselines?since=2026-01-01"):
+                "/api/v1/benchmarks?x=1", "/api/v1/baselines?since=2026-01-01"):
         r = client.get(url)
         assert r.status_code == 422, url
         err = r.json()["error"]
         assert "unknown query parameter" in err["message"] and err["field"]
+    # a dashboard page says the same as a page
+    r = client.get("/?foo=1")
+    assert r.status_code == 422 and r.headers["content-type"].startswith("text/html")
+    assert "foo: unknown query parameter" in r.text
     # the spec's filters work rather than answering everything
     assert client.get("/api/v1/runs?pr=150").json()["count"] == 1
     assert client.get("/api/v1/runs?repository=acme/engine").json()["count"] == 1

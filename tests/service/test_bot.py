@@ -1,94 +1,13 @@
-"""The PR comment bot against a local HTTP server that speaks GitHub's issue-comment API."""
+"""The PR comment bot and the check run against a local HTTP server that speaks GitHub's API."""
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
 
 from service.bot.github import GitHub, GitHubError
 from tests.conftest import h200_records
-
-TOKEN = "ghp_secret_token_value_123"
-
-
-class FakeGitHub:
-    def __init__(self, per_page=2, fail_first=0, status=None):
-        self.comments: dict[int, dict] = {}
-        self.next_id = 1000
-        self.per_page = per_page
-        self.fail_first = fail_first
-        self.status = status
-        self.requests: list[tuple[str, str]] = []
-        fake = self
-
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, code, body, headers=None):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _guard(self):
-                fake.requests.append((self.command, self.path))
-                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                    self._send(401, {"message": "Bad credentials"})
-                    return False
-                if fake.fail_first > 0:
-                    fake.fail_first -= 1
-                    self._send(502, {"message": "Bad gateway"})
-                    return False
-                if fake.status:
-                    self._send(fake.status, {"message": "Not Found"})
-                    return False
-                return True
-
-            def do_GET(self):
-                if not self._guard():
-                    return
-                path, _, q = self.path.partition("?")
-                page = int(dict(p.split("=") for p in q.split("&") if p).get("page", 1))
-                items = [c for c in fake.comments.values()]
-                chunk = items[(page - 1) * fake.per_page: page * fake.per_page]
-                headers = {}
-                if page * fake.per_page < len(items):
-                    headers["Link"] = (f'<http://127.0.0.1:{fake.port}{path}?per_page=100&page='
-                                       f'{page + 1}>; rel="next"')
-                self._send(200, chunk, headers)
-
-            def do_POST(self):
-                if not self._guard():
-                    return
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                cid = fake.next_id
-                fake.next_id += 1
-                fake.comments[cid] = {"id": cid, "body": body["body"]}
-                self._send(201, fake.comments[cid])
-
-            def do_PATCH(self):
-                if not self._guard():
-                    return
-                cid = int(self.path.rsplit("/", 1)[1])
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.comments[cid]["body"] = body["body"]
-                self._send(200, fake.comments[cid])
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
+from tests.github_standin import TOKEN, FakeGitHub
 
 
 @pytest.fixture
@@ -193,7 +112,13 @@ def test_comment_shows_varied_keys_both_sides(client, capsys):
     assert post_comment(args, api) == 0
     body = capsys.readouterr().out
     assert "Varied on purpose: `shared_experts`" in body
-    assert body.count("shared_experts=overlap→late") >= 4  # tok_s and KV rows at M=1 and M=8
+    # the keys every row shares are said once, above the table; rows keep only what differs
+    assert body.count("shared_experts=overlap→late") == 1
+    header = next(line for line in body.splitlines() if line.startswith("Every row: "))
+    assert "shared_experts=overlap→late" in header and "M=" not in header
+    rows = [line for line in body.splitlines() if line.startswith("| `")]
+    assert rows and all("shared_experts" not in r and "dtype" not in r for r in rows)
+    assert {r.split(" | ")[1] for r in rows} == {"M=1", "M=8"}
     assert "**FAIL**" in body and "-0.59%" in body and "vary=shared_experts" in body
 
 
@@ -271,3 +196,100 @@ def test_comment_trace_links_name_side_and_rank_through_the_dashboard():
             "[candidate run 2, rank 0](https://dash.example/api/v1/traces/11), "
             "[candidate run 2, rank 1](https://dash.example/api/v1/traces/12)") in body
     assert "api.internal" not in body
+
+
+def _seed_noise(client):
+    ids: dict[str, list[int]] = {}
+    for r in h200_records("noise", "graphs"):
+        ids.setdefault(r["label"].split("-")[0], []).append(
+            client.post("/api/v1/runs", json=r).json()["id"])
+    client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                           "run_ids": ids["aa"][:4]})
+    return ids
+
+
+def _api(client):
+    def api(server, method, path, **kw):
+        r = client.request(method, path, **kw)
+        assert r.status_code == 200, r.text
+        return r.json()
+    return api
+
+
+SHA = "6420fe5" + "0" * 33
+
+
+def test_check_run_is_created_then_updated_in_place(client, gh, monkeypatch, capsys, tmp_path):
+    from service.bot.comment import post_comment
+
+    ids = _seed_noise(client)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", gh.url)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    args = SimpleNamespace(server="http://perfwarden.local", benchmark="moe-decode-noise",
+                           baseline="v1", repo="acme/engine", pr=None, check=True, sha=SHA,
+                           dashboard_url="http://dash.local", dry_run=False,
+                           run=[ids["plant3"][0]])
+    assert post_comment(args, _api(client)) == 0
+    assert len(gh.check_runs) == 1 and not gh.comments
+    (run,) = gh.check_runs.values()
+    assert run["name"] == "perfwarden: moe-decode-noise" and run["head_sha"] == SHA
+    assert run["status"] == "completed" and run["conclusion"] == "failure"
+    assert run["output"]["title"].startswith("FAIL vs baseline v1: 1 of")
+    assert "| `tok_s` |" in run["output"]["summary"] and "regression" in run["output"]["summary"]
+    assert run["details_url"].startswith("http://dash.local/compare?benchmark=moe-decode-noise")
+    assert "**FAIL**" in summary.read_text()
+
+    args.run = [ids["aa"][4]]
+    assert post_comment(args, _api(client)) == 0
+    assert len(gh.check_runs) == 1  # the same check, edited
+    (again,) = gh.check_runs.values()
+    assert again["id"] == run["id"] and again["conclusion"] == "success"
+    assert ("PATCH", f"/repos/acme/engine/check-runs/{run['id']}") in gh.requests
+    assert summary.read_text().count("### ") == 2  # both reports appended to the job summary
+    err = capsys.readouterr().err
+    assert f"created check run {run['id']} (failure)" in err
+    assert f"updated check run {run['id']} (success)" in err
+    assert TOKEN not in err and not any(TOKEN in b for b in gh.bodies)
+
+
+def test_check_falls_back_to_a_commit_status_without_the_checks_scope(client, monkeypatch,
+                                                                     capsys):
+    from service.bot.comment import post_comment
+
+    ids = _seed_noise(client)
+    f = FakeGitHub(checks_forbidden=True)
+    try:
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        monkeypatch.setenv("GITHUB_API_URL", f.url)
+        monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        args = SimpleNamespace(server="http://perfwarden.local", benchmark="moe-decode-noise",
+                               baseline="v1", repo="acme/engine", pr=150, check=True, sha=SHA,
+                               dashboard_url="http://dash.local", dry_run=False,
+                               run=[ids["plant3"][0]])
+        assert post_comment(args, _api(client)) == 0
+        assert not f.check_runs and len(f.comments) == 1
+        (st,) = f.statuses
+        assert st["sha"] == SHA and st["context"] == "perfwarden: moe-decode-noise"
+        assert st["state"] == "failure" and st["description"].startswith("FAIL")
+        assert len(st["description"]) <= 140
+        assert st["target_url"].startswith("http://dash.local/compare?")
+        assert "commit status (failure" in capsys.readouterr().err
+    finally:
+        f.close()
+
+
+def test_check_needs_a_commit(client, gh, monkeypatch):
+    from collectors.errors import CliError
+    from service.bot.comment import post_comment
+
+    ids = _seed_noise(client)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_API_URL", gh.url)
+    args = SimpleNamespace(server="http://perfwarden.local", benchmark="moe-decode-noise",
+                           baseline="v1", repo="acme/engine", pr=None, check=True, sha=None,
+                           dashboard_url=None, dry_run=False, run=[ids["aa"][4]])
+    assert client.get(f"/api/v1/runs/{ids['aa'][4]}").json()["commit"] is None
+    with pytest.raises(CliError, match="--sha"):
+        post_comment(args, _api(client))

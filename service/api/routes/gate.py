@@ -15,6 +15,7 @@ from ...schemas import (
     GateOut,
     NoiseOut,
     parse_run_ids,
+    parse_thresholds,
     parse_vary,
 )
 from ...usecases import attribution, experiments, history, verdicts
@@ -36,10 +37,14 @@ def gate(body: GateIn, request: Request, session: Session = Depends(db)):
 def compare_view(request: Request, benchmark: Name, baseline: Name,
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
                  vary: Annotated[str | None, Query(max_length=2000)] = None,
+                 metrics: Annotated[str | None, Query(max_length=2000)] = None,
+                 thresholds: Annotated[str | None, Query(max_length=2000)] = None,
                  session: Session = Depends(db)):
-    """The gate's answer with sample distributions, trace diff, determinism and run details."""
+    """The gate's answer with sample distributions, trace diff, determinism and run details;
+    `metrics=a,b` and `thresholds=METRIC=PCT,...` as the gate's `metrics` and `thresholds`."""
     req = GateIn(benchmark=benchmark, baseline=baseline, run_ids=parse_run_ids(run_ids),
-                 vary=parse_vary(vary))
+                 vary=parse_vary(vary), metrics=parse_vary(metrics),
+                 thresholds=parse_thresholds(thresholds))
     return verdicts.compare(session, req, request.app.state.settings.gate_alpha)
 
 

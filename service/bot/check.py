@@ -1,0 +1,47 @@
+"""The check run `perfwarden: BENCHMARK` on the candidate commit (spec/api.md item 14): created
+once, edited in place on every later report, so a repository can require it before merging.
+Where the token may not write checks (GitHub answers 403), a commit status of the same name."""
+from __future__ import annotations
+
+from ..schemas import CompareOut
+from .github import GitHub, GitHubError
+from .markdown import compare_url, headline, kernel_table, reasons, verdict_table
+
+CONCLUSION = {"pass": "success", "fail": "failure", "inconclusive": "neutral"}
+# a commit status has no "neutral": an inconclusive verdict does not block, as a neutral check
+# does not, and its description says so
+STATE = {"pass": "success", "fail": "failure", "inconclusive": "success"}
+
+
+def check_name(benchmark: str) -> str:
+    return f"perfwarden: {benchmark}"
+
+
+def title(cmp: CompareOut) -> str:
+    bad = sum(m.verdict == "regression" for m in cmp.metrics)
+    unsure = sum(m.verdict == "inconclusive" for m in cmp.metrics)
+    n = len(cmp.metrics)
+    tail = f"{bad} of {n} metric verdicts regressed" if bad else (
+        f"{unsure} of {n} metric verdicts inconclusive" if unsure else f"{n} metric verdicts pass")
+    return f"{cmp.verdict.upper()} vs baseline {cmp.baseline}: {tail}"
+
+
+def summary(cmp: CompareOut) -> str:
+    return "\n".join([f"## {headline(cmp)}", "", *verdict_table(cmp), *kernel_table(cmp)]) + "\n"
+
+
+def post_check(gh: GitHub, repo: str, sha: str, cmp: CompareOut, dashboard_url: str | None,
+               query: dict[str, str] | None = None) -> tuple[str, dict, bool]:
+    """Create or update the check (or, without the checks permission, the commit status).
+    Returns ("check" | "status", GitHub's object, created)."""
+    name = check_name(cmp.benchmark)
+    url = compare_url(cmp, dashboard_url, query)
+    try:
+        run, created = gh.upsert_check(repo, sha, name, CONCLUSION[cmp.verdict], title(cmp),
+                                       summary(cmp), "\n".join(reasons(cmp)) or None, url)
+        return "check", run, created
+    except GitHubError as e:
+        if e.status != 403:
+            raise
+    status = gh.set_status(repo, sha, name, STATE[cmp.verdict], title(cmp), url)
+    return "status", status, True

@@ -1,0 +1,101 @@
+"""What a reader needs beside each verdict: the profiler evidence (auxiliary-stream idle gap,
+step GPU time, the kernels that changed most) for that verdict's series. Read from the compare
+answer as it is; the PR comment, the check summary and /compare all show this one text."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .format import num, pct
+from .schemas import GateOut, MetricVerdict
+
+ARROW = "→"
+
+
+@dataclass
+class Evidence:
+    aux_gap: str | None = None
+    step_gpu_time: str | None = None
+    kernels: list[str] = field(default_factory=list)
+    source: str | None = None  # "runs 3 → 9 (attached traces)"
+
+    def parts(self) -> list[str]:
+        out = []
+        if self.aux_gap:
+            out.append(f"aux idle gap {self.aux_gap}")
+        if self.step_gpu_time:
+            out.append(f"step GPU time {self.step_gpu_time}")
+        if self.kernels:
+            out.append("top changed kernels: " + ", ".join(self.kernels))
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.parts())
+
+    def text(self, code: str = "`") -> str:
+        """One line; kernel names quoted with `code` (backticks in Markdown, nothing in HTML)."""
+        line = "; ".join(self.parts())
+        if code != "`":
+            line = line.replace("`", code)
+        return line + (f" ({self.source})" if self.source and line else "")
+
+
+def _change(base: float | None, cand: float | None, unit: str, delta_pct: float | None) -> str:
+    change = f" ({pct(delta_pct)})" if delta_pct is not None else ""
+    return f"{num(base, 1)} {unit} {ARROW} {num(cand, 1)} {unit}{change}"
+
+
+def _matches(series: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Does a run of `config` belong to the (candidate side of the) series?"""
+    for k, v in series.items():
+        if k in ("gpu", "gpu_count"):
+            continue
+        if isinstance(v, Mapping) and set(v) == {"baseline", "candidate"}:
+            v = v["candidate"]
+        if k in config and config[k] != v:
+            return False
+    return True
+
+
+def short_kernel(name: str, limit: int = 48) -> str:
+    """A kernel's name without its return type, template and call arguments
+    (`void at::native::reduce_kernel<(int)128, ...>(...)` -> `at::native::reduce_kernel`)."""
+    short = name.removeprefix("void ").strip()
+    cut = min((i for i in (short.find("<"), short.find("(")) if i > 0), default=len(short))
+    short = short[:cut]
+    return short if len(short) <= limit else "..." + short[-(limit - 3):]
+
+
+def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
+    ev = Evidence()
+    gap = next((x for x in cmp.metrics if x.name == "aux_gap_mean_us" and x is not m
+                and (x.series_id == m.series_id if m.series_id is not None
+                     else x.series == m.series)), None)
+    if m.name == "aux_gap_mean_us":
+        gap = m
+    if gap is not None and gap.baseline.mean is not None:
+        ev.aux_gap = _change(gap.baseline.mean, gap.candidate.mean, "us", gap.delta_pct)
+    td = getattr(cmp, "trace_diff", None)
+    if not td:
+        return ev
+    cand = next((r for r in getattr(cmp, "candidate_runs", [])
+                 if r.id == td.get("candidate_run_id")), None)
+    if cand is None or not _matches(m.series, cand.config):
+        return ev
+    gaps = {g["metric"]: g for g in td.get("gaps", [])}
+    if ev.aux_gap is None and gaps.get("aux_gap_mean_us"):
+        g = gaps["aux_gap_mean_us"]
+        ev.aux_gap = _change(g["base"], g["candidate"], "us", g["delta_pct"])
+    g = gaps.get("step_gpu_time_us_mean")
+    if g:
+        ev.step_gpu_time = _change(g["base"], g["candidate"], "us", g["delta_pct"])
+    ev.kernels = [f"`{short_kernel(k['name'])}` {k['delta_per_step_us']:+.1f} us/step"
+                  for k in td.get("kernels", [])[:kernels] if k["delta_per_step_us"]]
+    ev.source = f"traces of run {td.get('base_run_id')} {ARROW} run {td.get('candidate_run_id')}"
+    return ev
+
+
+def last_of_series(metrics: list[MetricVerdict], i: int) -> bool:
+    """Is verdict `i` the last of its series' run of rows (where that series' evidence goes)?"""
+    return i == len(metrics) - 1 or metrics[i + 1].series != metrics[i].series

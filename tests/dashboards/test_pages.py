@@ -1,0 +1,104 @@
+"""Dashboard pages as HTML (no browser): error pages, the run page's workload, the experiment's
+interval level, the index's reason for a missing verdict, the shared config said once."""
+from __future__ import annotations
+
+import json
+import re
+
+from tests.conftest import H200, h200_records
+
+
+def _noise(client):
+    ids: dict[str, list[int]] = {}
+    for r in h200_records("noise", "graphs"):
+        ids.setdefault(r["label"].split("-")[0], []).append(
+            client.post("/api/v1/runs", json=r).json()["id"])
+    assert client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "moe-decode-noise",
+                                                  "run_ids": ids["aa"][:4]}).status_code == 201
+    return ids
+
+
+def _text(html: str) -> str:
+    import html as h
+
+    return h.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)))
+
+
+def test_dashboard_errors_are_pages_with_the_api_message(client):
+    api = client.get("/api/v1/runs/999999")
+    page = client.get("/runs/999999")
+    assert api.status_code == page.status_code == 404
+    assert api.headers["content-type"].startswith("application/json")
+    assert page.headers["content-type"].startswith("text/html")
+    assert api.json()["error"]["message"] in page.text and "<h1>404" in page.text
+    bad = client.get("/compare", params={"benchmark": "nope", "baseline": "v1", "run_ids": "x"})
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("text/html")
+    assert "run_ids" in _text(bad.text)
+    assert client.get("/benchmarks/nope?since=yesterday").headers["content-type"].startswith(
+        "text/html")
+    # the API keeps its JSON shape
+    assert client.get("/api/v1/compare", params={"benchmark": "nope", "baseline": "v1",
+                                                 "run_ids": "x"}).json()["error"]["status"] == 422
+
+
+def test_run_page_shows_the_planted_slowdown_and_whole_numbers(client):
+    ids = _noise(client)
+    html = client.get(f"/runs/{ids['plant3'][0]}").text
+    workload = html[html.index('id="workload"'):html.index("</table>", html.index('id="workload"'))]
+    text = _text(workload)
+    plant = client.get(f"/api/v1/runs/{ids['plant3'][0]}").json()["plant"]
+    assert "plant.pct 3 " in text and f"plant.plant_us {plant['plant_us']:.3f}" in text
+    assert f"plant.plant_cycles {plant['plant_cycles']:,} " in text
+    assert "extra_work" not in text  # null in the record
+    assert "kv_cache.bytes_available 133,397,250,048" in text and "kv_cache.derived on" in text
+    config = _text(html[html.index('id="config"'):html.index("</table>", html.index('id="config"'))])
+    for k in ("tp 1", "cuda_graphs on", "dtype bfloat16", "experts 16", "steps 256"):
+        assert k in config
+    metrics = _text(html[html.index('id="metrics"'):])
+    assert re.search(r"kv_capacity_tokens tokens higher 1 [\d,]+ [\d,]+ — ", metrics), metrics[:300]
+    assert not re.search(r"\d\.000\b", metrics)  # whole numbers never carry .000
+    # a run without a planted change says so
+    assert "No planted slowdown or extra work" in client.get(f"/runs/{ids['aa'][0]}").text
+
+
+def test_compare_says_the_shared_keys_once_with_evidence_rows(client):
+    ids = _noise(client)
+    html = client.get("/compare", params={"benchmark": "moe-decode-noise", "baseline": "v1",
+                                          "run_ids": str(ids["plant3"][0])}).text
+    table = html[html.index('id="gate"'):html.index("</table>", html.index('id="gate"'))]
+    common = _text(re.search(r'<tr class="common">.*?</tr>', table, re.S).group(0))
+    assert "tp=1" in common and "dtype=bfloat16" in common and "1x NVIDIA H200" in common
+    rows = re.findall(r'<tr class="metric-row">.*?</tr>', table, re.S)
+    assert rows and all("dtype=" not in r and "NVIDIA" not in r for r in rows)
+    assert len(re.findall(r'<tr class="evidence">', table)) == 1  # one series: one evidence row
+    assert "16,283,844 tokens" in _text(table) and "16,283,844.00" not in table
+
+
+def test_experiment_page_names_its_interval_level(client):
+    recs = json.loads((H200 / "experiment" / "plant1.json").read_text())
+    assert client.post("/api/v1/runs/batch", json={"runs": recs}).status_code == 201
+    html = client.get("/experiments/plant1").text
+    verdict = client.get("/api/v1/experiments/plant1").json()["verdict"]
+    looks = verdict.get("looks") or 1
+    level = _text(re.search(r'<span id="level">.*?</span>', html).group(0)).strip()
+    if looks > 1:
+        assert level.startswith(f"alpha {verdict['alpha']:g}/{looks}")
+    else:
+        assert level == f"alpha {verdict['alpha']:g}"
+    assert f"CI at {level}" in _text(html)
+
+
+def test_index_says_why_a_benchmark_has_no_verdict(client):
+    ids = _noise(client)
+    # a newer run on a branch that is not the default: the baseline's series has no newer
+    # default-branch run, and the page says that rather than "no run after the baseline's"
+    rec = dict(h200_records("noise", "graphs")[0], branch="fix/x", label="pr-x",
+               started_at="2026-12-01T00:00:00Z")
+    rec.pop("commit", None)
+    assert client.post("/api/v1/runs", json=rec).status_code == 201
+    for i in ids["aa"][4:] + ids["plant3"] + ids.get("plant1", []):
+        assert client.delete(f"/api/v1/runs/{i}").status_code == 200
+    row = re.search(r'<tr data-benchmark="moe-decode-noise">.*?</tr>', client.get("/").text, re.S)
+    text = _text(row.group(0))
+    assert "no run after the baseline's" not in text
+    assert "no newer main run in the baseline's series; 1 other run in other series" in text
