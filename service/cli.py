@@ -58,6 +58,21 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def cmd_worker(args) -> int:
+    """Run the durable jobs (trace analysis, alert evaluation, deliveries) until stopped."""
+    from .db import make_engine, session_factory
+    from .jobs import worker
+
+    s = _settings()
+    print(f"perfwarden worker (database: {_redact(s.database_url)})", file=sys.stderr)
+    engine = make_engine(s.database_url)
+    try:
+        worker.run(s, session_factory(engine), wait=not args.drain)
+    finally:
+        engine.dispose()
+    return 0
+
+
 def _writes_open(s) -> str:  # noqa: ANN001 - Settings
     from .db import make_engine, session_factory, transaction
     from .usecases import tokens
@@ -481,6 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--migrate", action="store_true", help="run migrations first (always on SQLite)")
     p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run the durable jobs: trace analysis, alert evaluation, "
+                       "webhook and GitHub deliveries")
+    p.add_argument("--drain", action="store_true", help="stop once no job is due")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("db", help="database migrations (Alembic)")
     dsub = p.add_subparsers(dest="db_cmd", required=True)

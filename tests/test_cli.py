@@ -153,10 +153,17 @@ def test_collect_posts_records_and_traces(live_server, tmp_path):
     from tests.conftest import H200
 
     res = post_trace(url, rid, H200 / "traces" / "tp1-late-eager-nsys_M1.sqlite.gz")
-    assert res["summary"]["steps"] == 10 and res["format"] == "nsys"
+    assert res["state"] == "pending" and res["format"] == "nsys"
+    import time
+
     import httpx
 
-    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    for _ in range(600):  # the server's worker analyzes it
+        got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+        if got["traces"][0]["state"] != "pending":
+            break
+        time.sleep(0.1)
+    assert got["traces"][0]["state"] == "done" and got["trace_summary"]["steps"] == 10
     assert got["config"]["batch_size"] == 2 and got["traces"][0]["id"] == res["id"]
 
 
