@@ -39,7 +39,9 @@ def upgrade() -> None:
 
         # through the DB-API cursor without parameters: psycopg sends it as it is (the SQL
         # holds literal % signs), inside Alembic's transaction
-        bind.connection.dbapi_connection.cursor().execute(SchemaManager.get_schema())
+        dbapi = bind.connection.dbapi_connection
+        assert dbapi is not None
+        dbapi.cursor().execute(SchemaManager.get_schema())
         return
     op.create_table(
         'jobs',
