@@ -1,4 +1,4 @@
-"""A test hook: PERFWARDEN_TEST_JOB_PAUSE=POINT:FILE makes a worker that reaches POINT write FILE
+"""A test hook: PERFWARDEN_TEST_JOB_PAUSE=POINT=FILE makes a worker that reaches POINT write FILE
 and then block, so a test can kill the worker there (kill -9) and start another.
 
 Points: `trace:analyze` (a trace analysis job, before it reads the file), `webhook:before_post`
@@ -14,9 +14,9 @@ ENV = "PERFWARDEN_TEST_JOB_PAUSE"
 
 def pause_point(point: str) -> None:
     spec = os.environ.get(ENV)
-    if not spec or ":" not in spec:
+    if not spec or "=" not in spec:
         return
-    name, marker = spec.split(":", 1)
+    name, marker = spec.split("=", 1)
     if name != point:
         return
     Path(marker).write_text(f"{os.getpid()}\n")
