@@ -47,8 +47,9 @@ def cmd_serve(args) -> int:
         from .seed import seed_if_empty
 
         seed_if_empty(s, args.seed, progress=True)
+    jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
     print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)}; "
-          f"anonymous writes: {_writes_open(s)})", file=sys.stderr)
+          f"anonymous writes: {_writes_open(s)}; durable jobs: {jobs})", file=sys.stderr)
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["PERFWARDEN_BIND_HOST"] = args.host
         uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,

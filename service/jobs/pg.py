@@ -116,7 +116,7 @@ async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Ev
             fetch_job_polling_interval=settings.job_poll_s, listen_notify=True,
             delete_jobs="successful"))
         while not worker.done():
-            await asyncio.wait([worker], timeout=min(lease / 2, 5.0))
+            await asyncio.wait([worker], timeout=min(lease / 2, 1.0))
             if stop is not None and stop.is_set():
                 worker.cancel()
                 break

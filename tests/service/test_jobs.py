@@ -183,3 +183,39 @@ def test_kill_during_webhook_delivery_delivers_once(settings, tmp_path, point):
         assert alert["notify_error"] is None
     finally:
         rec.close()
+
+
+def _waiting(url: str, kind: str) -> int:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            if url.startswith("sqlite"):
+                q = text("SELECT count(*) FROM jobs WHERE kind = :k AND state = 'todo'")
+            else:
+                q = text("SELECT count(*) FROM procrastinate_jobs WHERE task_name = :k "
+                         "AND status = 'todo'")
+            return int(c.execute(q, {"k": kind}).scalar() or 0)
+    finally:
+        eng.dispose()
+
+
+def test_a_burst_of_ingests_is_one_evaluation_per_benchmark(settings):
+    """Eight batches of one benchmark and two of another, posted while no worker runs, leave
+    two waiting evaluations; running them raises the planted step's one alert."""
+    from tests.conftest import drain_jobs
+
+    app, client = _app(settings)
+    with client as c:
+        runs = history(series=2, runs=40, step_series=0, step_at=25)
+        for k in range(0, len(runs), 10):
+            assert c.post("/api/v1/runs/batch", json={"runs": runs[k:k + 10]}).status_code == 201
+        other = [{**r, "benchmark": "other-bench"} for r in history(series=1, runs=20)]
+        for k in range(0, len(other), 10):
+            assert c.post("/api/v1/runs/batch", json={"runs": other[k:k + 10]}).status_code == 201
+        assert _waiting(settings.database_url, "evaluate_alerts") == 2
+        assert c.get("/api/v1/alerts").json()["count"] == 0  # nothing ran in the request
+        drain_jobs(app)
+        assert _waiting(settings.database_url, "evaluate_alerts") == 0
+        a = c.get("/api/v1/alerts").json()
+        assert a["count"] == 1 and a["alerts"][0]["benchmark"] == "moe-decode-30"
+    app.state.engine.dispose()
