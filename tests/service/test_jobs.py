@@ -142,8 +142,11 @@ def test_kill_during_trace_analysis_then_it_finishes(settings, tmp_path):
         assert run["traces"][0]["state"] == "pending" and run["trace_summary"] is None
         w = _worker(settings, tmp_path / "worker-b.log")
         try:
+            # (a GET reads the run, then its traces: under READ COMMITTED it can see the trace
+            # done before the run's summary of the same commit; the next GET sees both)
             run = _wait(lambda: (x := c.get(f"/api/v1/runs/{rid}").json())["traces"][0]["state"]
-                        != "pending" and x, "the second worker to analyze the trace")
+                        != "pending" and (x["trace_summary"] or x["traces"][0]["state"] == "failed")
+                        and x, "the second worker to analyze the trace")
         finally:
             _stop(w)
         assert run["traces"][0]["state"] == "done", (tmp_path / "worker-b.log").read_text()
