@@ -246,9 +246,16 @@ def test_trace_set_folder_moves_and_ingests_once(live_server, tmp_path):
     assert r.returncode == 0, r.stderr
     rid = int(r.stdout.split()[0])
     assert "uploaded trace trace_M1_rank1.json.gz" in r.stderr
-    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    import time
+
+    for _ in range(600):  # the server's worker analyzes the set (the record's own summary until then)
+        got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+        if got["trace_summary"]["source"] == "trace_M1_rank0.json.gz, trace_M1_rank1.json.gz":
+            break
+        time.sleep(0.1)
     assert sorted(t["filename"] for t in got["traces"]) == ["trace_M1_rank0.json.gz",
                                                             "trace_M1_rank1.json.gz"]
+    assert [t["state"] for t in got["traces"]] == ["done", "done"]
     assert got["trace_summary"]["source"] == "trace_M1_rank0.json.gz, trace_M1_rank1.json.gz"
     r = run("ingest", str(moved / "run.json"), "--server", url)
     assert r.returncode == 0 and int(r.stdout.split()[0]) == rid
