@@ -9,6 +9,11 @@ issue's goals (ingest >= 500 runs/s; gate p99 < 50 ms at 50 requests/s).
 --batch N posts N records per request to POST /api/v1/runs/batch (one transaction each), as
 `perfwarden ingest` and `collect --server` do; --batch 1 posts one record per POST /api/v1/runs.
 
+--before REV (with --ingest-only) measures the ingest twice per --repeat, alternating: the
+service of commit REV (exported with `git archive`) and this tree's, which runs alert evaluation
+as durable jobs in a `perfwarden worker` process beside the API; the table puts them side by
+side, with how long after the last ingest response the worker had evaluated everything.
+
 Needs PostgreSQL on 127.0.0.1:5432 (user postgres). Creates and drops database pw_bench_load.
 """
 from __future__ import annotations
@@ -29,7 +34,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-DB = "pw_bench_load"
+DB = f"pw_bench_load_{os.getpid()}"  # a database of its own: others may run this too
 
 LOAD_SNIPPET = r"""
 import json, sys, time, threading, httpx
@@ -83,7 +88,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=100, help="records per request (1: single posts)")
     ap.add_argument("--ingest-only", action="store_true", help="skip the gate latency part")
+    ap.add_argument("--before", metavar="REV", help="ingest only: compare against commit REV")
+    ap.add_argument("--repeat", type=int, default=2, help="with --before: passes of each")
     args = ap.parse_args()
+    if args.before:
+        return compare_before(args)
     with psycopg.connect(ADMIN, autocommit=True) as con:
         con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
         con.execute(f"CREATE DATABASE {DB}")
@@ -166,6 +175,96 @@ def main() -> int:
     print(f"gate requests: {res['sent']} sent over {res['elapsed']:.1f} s, {res['errors']} errors")
     with psycopg.connect(ADMIN, autocommit=True) as con:
         con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    return 0
+
+
+
+def _pending_jobs(dsn: str) -> int:
+    with psycopg.connect(dsn) as con:
+        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE status IN "
+                          "('todo', 'doing')").fetchone()
+    return int(row[0]) if row else 0
+
+
+def ingest_pass(args, tree: Path, worker: bool) -> dict:
+    """One ingest into a fresh database by the service of `tree` (with a `perfwarden worker`
+    beside it when `worker`): runs/s over the request path, and for the worker how long after
+    the last response the queue was empty (every evaluation done)."""
+    with psycopg.connect(ADMIN, autocommit=True) as con:
+        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        con.execute(f"CREATE DATABASE {DB}")
+    dsn = ADMIN.rsplit("/", 1)[0] + f"/{DB}"
+    env = {**os.environ, "PERFWARDEN_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}",
+           "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data"), "PYTHONPATH": str(tree)}
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+                               "--migrate", "--workers", str(args.workers)], cwd=tree, env=env)]
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        if worker:
+            procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
+                                          cwd=tree, env=env, stderr=subprocess.DEVNULL))
+        t0 = time.perf_counter()
+
+        def ingest(client: int) -> int:
+            mine = list(range(client, args.runs, args.clients))
+            with httpx.Client(base_url=url, timeout=300) as c:
+                for j in range(0, len(mine), args.batch):
+                    chunk = [run_body(i, args.samples, args.series) for i in mine[j:j + args.batch]]
+                    r = c.post("/api/v1/runs/batch", json={"runs": chunk})
+                    assert r.status_code in (200, 201), r.text
+            return len(mine)
+
+        with ThreadPoolExecutor(args.clients) as ex:
+            total = sum(ex.map(ingest, range(args.clients)))
+        ingest_s = time.perf_counter() - t0
+        caught_up = None
+        if worker:
+            while _pending_jobs(dsn):
+                time.sleep(0.2)
+            caught_up = time.perf_counter() - t0 - ingest_s
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(30)
+        with psycopg.connect(ADMIN, autocommit=True) as con:
+            con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    return {"rate": total / ingest_s, "seconds": ingest_s, "caught_up": caught_up}
+
+
+def compare_before(args) -> int:
+    import tarfile
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pw-before-") as tmp:
+        archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, check=True,
+                                 capture_output=True).stdout
+        import io
+
+        tarfile.open(fileobj=io.BytesIO(archive)).extractall(tmp, filter="data")
+        rows: list[tuple[str, dict]] = []
+        for k in range(args.repeat):
+            for name, tree, worker in ((f"before ({args.before})", Path(tmp), False),
+                                       ("after (this tree)", ROOT, True)):
+                res = ingest_pass(args, tree, worker)
+                print(f"pass {k + 1}: {name}: {res['rate']:,.0f} runs/s", file=sys.stderr, flush=True)
+                rows.append((name, res))
+    print(f"\n{args.runs:,} runs, {args.samples} samples each, {args.series * 4} series; batches of "
+          f"{args.batch}, {args.clients} clients, {args.workers} uvicorn workers; PostgreSQL")
+    print(f"{'service':<26} {'pass':>4} {'ingest':>12} {'ingest time':>12} {'evaluations done':>22}")
+    for i, (name, r) in enumerate(rows):
+        done = "in the request's worker" if r["caught_up"] is None else \
+            f"{r['caught_up']:.1f} s after the last"
+        print(f"{name:<26} {i // 2 + 1:>4} {r['rate']:>8,.0f} r/s {r['seconds']:>10.1f} s {done:>22}")
+    for name in dict(rows):
+        best = max(r["rate"] for n, r in rows if n == name)
+        print(f"best of {args.repeat}, {name}: {best:,.0f} runs/s")
     return 0
 
 

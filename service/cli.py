@@ -48,14 +48,30 @@ def cmd_serve(args) -> int:
         from .seed import seed_if_empty
 
         seed_if_empty(s, args.seed, progress=True)
+    jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
     print(f"perfwarden on http://{args.host}:{args.port}/ (database: {_redact(s.database_url)}; "
-          f"anonymous writes: {_writes_open(s)})", file=sys.stderr)
+          f"anonymous writes: {_writes_open(s)}; durable jobs: {jobs})", file=sys.stderr)
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["PERFWARDEN_BIND_HOST"] = args.host
         uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_level="warning")
     else:
         uvicorn.run(create_app(s), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_worker(args) -> int:
+    """Run the durable jobs (trace analysis, alert evaluation, deliveries) until stopped."""
+    from .db import make_engine, session_factory
+    from .jobs import worker
+
+    s = _settings()
+    print(f"perfwarden worker (database: {_redact(s.database_url)})", file=sys.stderr)
+    engine = make_engine(s.database_url)
+    try:
+        worker.run(s, session_factory(engine), wait=not args.drain)
+    finally:
+        engine.dispose()
     return 0
 
 
@@ -545,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--migrate", action="store_true", help="run migrations first (always on SQLite)")
     p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run the durable jobs: trace analysis, alert evaluation, "
+                       "webhook and GitHub deliveries")
+    p.add_argument("--drain", action="store_true", help="stop once no job is due")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("db", help="database migrations (Alembic)")
     dsub = p.add_subparsers(dest="db_cmd", required=True)

@@ -29,10 +29,21 @@ class Settings(BaseSettings):
     alert_github_repo: str | None = None  # OWNER/NAME: one GitHub issue per alert
     alert_retries: int = Field(3, ge=1, le=10)
     alert_backoff_s: float = Field(0.5, ge=0)
+    # durable jobs (service/jobs): tries, backoff base (doubling), the lease a worker renews
+    # while a job runs (a killed worker's job is taken over once it runs out), the poll interval
+    job_attempts: int = Field(5, ge=1, le=100)
+    job_backoff_s: float = Field(2.0, ge=0)
+    job_lease_s: float = Field(30.0, gt=0)
+    job_poll_s: float = Field(1.0, gt=0)
+    jobs_in_process: bool | None = None  # a worker thread in the API process (default: SQLite)
 
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def in_process_worker(self) -> bool:
+        return self.is_sqlite if self.jobs_in_process is None else self.jobs_in_process
 
     @property
     def loopback(self) -> bool:

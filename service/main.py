@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -55,26 +56,23 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
                                    "field": field}}, status_code=status)
 
 
-def create_app(settings: Settings | None = None,
-               on_run_created: Callable[[int], None] | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     from fastapi import Depends
 
     from .api.deps import strict_query
 
     app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
-                  docs_url=None, redoc_url=None,
+                  docs_url=None, redoc_url=None, lifespan=_lifespan,
                   description="Profiler-guided performance regression checks for LLM inference "
                               "engines (spec/api.md).")
     app.state.settings = settings
     app.state.engine = make_engine(settings.database_url)
     app.state.sessions = session_factory(app.state.engine)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if on_run_created is None and settings.github_token and settings.bot_baseline:
-        from .bot.auto import make_auto_commenter
+    from .jobs import open_queue
 
-        on_run_created = make_auto_commenter(app)
-    app.state.on_run_created = on_run_created
+    app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
 
     @app.exception_handler(DomainError)
     async def _domain_error(request: Request, e: DomainError):
@@ -117,6 +115,24 @@ def create_app(settings: Settings | None = None,
     mount(app)
     _document_raw_bodies(app)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The in-process job worker (the SQLite default, or PERFWARDEN_JOBS_IN_PROCESS=1) runs
+    while the app serves; the queue's connections close with it."""
+    from .jobs import worker
+
+    stop = None
+    if app.state.settings.in_process_worker:
+        thread, stop = worker.start_thread(app.state.settings, app.state.sessions)
+    try:
+        yield
+    finally:
+        if stop is not None:
+            stop.set()
+            thread.join(30)
+        app.state.queue.close()
 
 
 def _offline_docs(app: FastAPI) -> None:

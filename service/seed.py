@@ -69,7 +69,13 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
     if progress and new:
         print(f"seed: {len(new)} alert(s) from change points of the default-branch histories",
               file=sys.stderr, flush=True)
-    alerts.notify(sessions, settings)
+    from .jobs import open_queue, tasks
+
+    queue = open_queue(settings, sessions)  # the worker delivers them
+    try:
+        tasks.enqueue_deliveries(queue, sessions, settings)
+    finally:
+        queue.close()
     return stored
 
 

@@ -38,7 +38,7 @@ def check_filename(filename: str | None) -> str:
         raise Invalid("filename: query parameter ?filename= is required",
                        "filename")
     name = os.path.basename(filename.replace("\\", "/"))
-    if not name or len(name) > 200 or name != filename.replace("\\", "/").split("/")[-1]:
+    if not name or len(name) > 200 or name != filename:  # no folders, no ../
         raise Invalid("filename: must be a plain file name of at most "
                        "200 characters", "filename")
     if not name.endswith(ALLOWED_SUFFIXES):
@@ -74,6 +74,31 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
     return Path(name), h.hexdigest(), size
 
 
+FORMATS = {"nsys": "nsys", "nsys-gz": "nsys", "nsys-rep": "nsys-rep"}
+
+
+def check_file(path: Path, filename: str) -> str:
+    """What the upload request checks before it answers (the analysis is a job): the file is a
+    trace at all (its magic bytes; a plain SQLite file opens). Returns the format;
+    TraceError becomes 422 naming the file."""
+    import sqlite3
+
+    try:
+        fmt = sniff(path, filename)
+        if fmt == "nsys":
+            try:
+                con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                try:
+                    con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    con.close()
+            except sqlite3.DatabaseError as e:
+                raise TraceError(f"{path}: not a readable SQLite database ({e})") from None
+    except TraceError as e:
+        raise Invalid(str(e).replace(str(path), filename), "body", code="bad_trace") from None
+    return FORMATS.get(fmt, "kineto")
+
+
 def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
@@ -85,7 +110,7 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
         raise Invalid(msg, "body", code="bad_trace") from None
     summary["source"] = filename
     summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
-    return {"nsys": "nsys", "nsys-gz": "nsys", "nsys-rep": "nsys-rep"}.get(fmt, "kineto"), summary
+    return FORMATS.get(fmt, "kineto"), summary
 
 
 def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:

@@ -125,7 +125,7 @@ def live_server(settings):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(settings)
+    app = create_app(settings.model_copy(update={"jobs_in_process": True}))  # as `serve` does
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
@@ -137,3 +137,11 @@ def live_server(settings):
     server.should_exit = True
     t.join(10)
     app.state.engine.dispose()
+
+
+def drain_jobs(app, timeout_s: float = 120) -> None:
+    """Run the app's queued durable jobs (trace analysis, alert evaluation, deliveries) until
+    none waits or runs: what a `perfwarden worker` would do, here and now."""
+    from service.jobs.worker import drain
+
+    drain(app.state.settings, app.state.sessions, timeout_s)

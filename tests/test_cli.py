@@ -154,10 +154,17 @@ def test_collect_posts_records_and_traces(live_server, tmp_path):
     from tests.conftest import H200
 
     res = post_trace(url, rid, H200 / "traces" / "tp1-late-eager-nsys_M1.sqlite.gz")
-    assert res["summary"]["steps"] == 10 and res["format"] == "nsys"
+    assert res["state"] == "pending" and res["format"] == "nsys"
+    import time
+
     import httpx
 
-    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    for _ in range(600):  # the server's worker analyzes it
+        got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+        if got["traces"][0]["state"] == "failed" or got["trace_summary"]:
+            break
+        time.sleep(0.1)
+    assert got["traces"][0]["state"] == "done" and got["trace_summary"]["steps"] == 10
     assert got["config"]["batch_size"] == 2 and got["traces"][0]["id"] == res["id"]
 
 
@@ -240,9 +247,16 @@ def test_trace_set_folder_moves_and_ingests_once(live_server, tmp_path):
     assert r.returncode == 0, r.stderr
     rid = int(r.stdout.split()[0])
     assert "uploaded trace trace_M1_rank1.json.gz" in r.stderr
-    got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+    import time
+
+    for _ in range(600):  # the server's worker analyzes the set (the record's own summary until then)
+        got = httpx.get(f"{url}/api/v1/runs/{rid}").json()
+        if got["trace_summary"]["source"] == "trace_M1_rank0.json.gz, trace_M1_rank1.json.gz":
+            break
+        time.sleep(0.1)
     assert sorted(t["filename"] for t in got["traces"]) == ["trace_M1_rank0.json.gz",
                                                             "trace_M1_rank1.json.gz"]
+    assert [t["state"] for t in got["traces"]] == ["done", "done"]
     assert got["trace_summary"]["source"] == "trace_M1_rank0.json.gz, trace_M1_rank1.json.gz"
     r = run("ingest", str(moved / "run.json"), "--server", url)
     assert r.returncode == 0 and int(r.stdout.split()[0]) == rid

@@ -12,16 +12,21 @@ from tests.conftest import ROOT
 def test_compose_file_is_coherent():
     doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     s = doc["services"]
-    assert set(s) == {"db", "migrate", "api"}
+    assert set(s) == {"db", "migrate", "api", "worker"}
     assert s["db"]["healthcheck"]["test"][1].startswith("pg_isready")
     assert s["migrate"]["command"] == ["perfwarden", "db", "upgrade", "head"]
     assert s["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert s["api"]["depends_on"]["db"]["condition"] == "service_healthy"
-    for svc in ("migrate", "api"):
+    assert s["worker"]["command"] == ["perfwarden", "worker"]
+    assert s["worker"]["depends_on"] == s["api"]["depends_on"]  # runs on the migrated schema
+    # the worker reads the traces the API stored: the same volume at the same data directory
+    assert s["worker"]["volumes"] == s["api"]["volumes"]
+    assert s["worker"]["environment"]["PERFWARDEN_DATA_DIR"] == s["api"]["environment"]["PERFWARDEN_DATA_DIR"]
+    for svc in ("migrate", "api", "worker"):
         url = s[svc]["environment"]["PERFWARDEN_DATABASE_URL"]
         assert url.startswith("postgresql+psycopg://") and "@db:5432/" in url
     # the commands the services run exist in the CLI
-    for cmd in (s["migrate"]["command"], s["api"]["command"]):
+    for cmd in (s["migrate"]["command"], s["api"]["command"], s["worker"]["command"]):
         r = subprocess.run([sys.executable, "-m", "service.cli", *cmd[1:2], "--help"],
                            capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, cmd

@@ -140,8 +140,12 @@ class TraceFile(Base):
     filename: Mapped[str] = mapped_column(String(NAME), nullable=False)
     size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
     format: Mapped[str] = mapped_column(String(16), nullable=False)
-    summary: Mapped[dict] = mapped_column(JSON, nullable=False)
+    summary: Mapped[dict] = mapped_column(JSON, nullable=False)  # {} until analyzed
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # pending, done, failed (analysis is a durable job); NULL: stored before jobs, so done
+    state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    set_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Baseline(Base):
@@ -224,3 +228,22 @@ class Alert(Base):
     webhook_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     github_issue: Mapped[int | None] = mapped_column(Integer)
     notify_error: Mapped[str | None] = mapped_column(String(1000))
+
+
+class Job(Base):
+    """A durable job of the embedded (SQLite) queue; on PostgreSQL procrastinate keeps its own."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64), nullable=False)
+    args: Mapped[dict] = mapped_column(JSON, nullable=False)
+    coalesce_key: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)  # todo, doing, done, failed
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False)
+    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False)
+    run_after: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    locked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

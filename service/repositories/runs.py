@@ -325,7 +325,8 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
            **({"bisect": row.bisect} if row.bisect else {}),
            "trace_summary": row.trace_summary if with_samples else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
-                       "size_bytes": t.size_bytes, "format": t.format} for t in traces]}
+                       "size_bytes": t.size_bytes, "format": t.format,
+                       "state": t.state or "done", "error": t.error} for t in traces]}
     return out
 
 
@@ -447,6 +448,12 @@ def runs_by_id(session: Session, ids: list[int]) -> dict[int, Run]:
     if not ids:
         return {}
     return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(ids)))}
+
+
+def lock_run(session: Session, run_id: int) -> Run | None:
+    """The run, its row locked until the transaction ends (PostgreSQL; SQLite has one writer)."""
+    session.execute(select(Run.id).where(Run.id == run_id).with_for_update())
+    return session.get(Run, run_id)
 
 
 def traces_of(session: Session, run_ids: list[int]) -> list[TraceFile]:

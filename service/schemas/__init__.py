@@ -178,12 +178,18 @@ class MetricOut(BaseModel):
     samples: list[float] | None = None
 
 
+# a trace's analysis (a durable job): pending until a worker analyzed it, then done or failed
+TraceState = Literal["pending", "done", "failed"]
+
+
 class TraceRef(BaseModel):
     id: int
     filename: str
     sha256: str
     size_bytes: int
     format: str
+    state: TraceState = "done"
+    error: str | None = None  # why the analysis failed
 
 
 class RunOut(BaseModel):
@@ -491,8 +497,10 @@ class TraceOut(BaseModel):
     filename: str
     size_bytes: int
     format: str
-    summary: dict[str, Any]
+    summary: dict[str, Any] | None  # None until the analysis job is done
     set_files: int = 1  # trace files the run holds now
+    state: TraceState = "done"
+    error: str | None = None  # why the analysis failed
 
 
 class ErrorBody(BaseModel):

@@ -3,28 +3,24 @@ default-branch history (the one history rule), in the metric's worse direction, 
 the reference level (so a staircase of small steps raises one alert once they add up), raises
 one alert; it names the last good and the first bad run
 (and their commits), is stored with its state (open, acknowledged, closed), and goes out once to
-the webhook and once as a GitHub issue (found again by a hidden marker).
+the webhook and once as a GitHub issue (found again by a hidden marker): both are durable jobs
+(usecases/deliveries.py, run from service/jobs/).
 
 A change point that moves by a run or two as history grows is the same change: an alert already
 raised within NEAR runs of it, in the same direction, stands for it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import shlex
-import time
-import urllib.error
-import urllib.request
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from collectors.metrics import HIGHER, lookup, threshold_pct
 
 from ..config import Settings
-from ..db import transaction
 from ..errors import Invalid, NotFound
 from ..format import clean, series_label
 from ..models import Alert, Benchmark
@@ -104,6 +100,17 @@ def evaluate_runs(session: Session, run_ids: list[int]) -> list[int]:
     return new
 
 
+def evaluate_benchmark(session: Session, bench_name: str, run_ids: list[int]) -> list[int]:
+    """The durable job's evaluation (service/jobs): every default-branch series of the benchmark
+    (one job stands for a burst of ingests), for the metrics `run_ids` carry (all defaults when
+    none are named)."""
+    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
+        if run_ids else None
+    if run_ids and not metrics:
+        return []
+    return evaluate(session, bench_name, None, metrics)
+
+
 def to_out(session: Session, alerts: list[Alert], settings: Settings | None = None
            ) -> list[dict[str, Any]]:
     series = runs_repo.series_rows(session, {a.series_id for a in alerts})
@@ -179,71 +186,12 @@ def payload(out: dict[str, Any]) -> dict[str, Any]:
                                 "after", "delta_pct", "url")})
 
 
-def notify(sessions: sessionmaker[Session], settings: Settings, ids: list[int] | None = None) -> None:
-    """Send what has not gone out yet: the webhook (with retries) and the GitHub issue. A failure
-    is kept on the alert (`notify_error`) and tried again at the next evaluation."""
-    if not settings.alert_webhook and not settings.alert_github_repo:
-        return
-    with transaction(sessions) as session:
-        rows, _ = repo.list_alerts(session, state="open", limit=1000)
-        rows = [a for a in rows if ids is None or a.id in ids]
-        todo = [(a.id, o) for a, o in zip(rows, to_out(session, rows, settings))
-                if (settings.alert_webhook and a.webhook_delivered_at is None)
-                or (settings.alert_github_repo and a.github_issue is None)]
-    for alert_id, out in todo:
-        delivered, attempts, issue, err = None, 0, None, None
-        if settings.alert_webhook and out["webhook_delivered_at"] is None:
-            attempts, err = _post_webhook(settings, payload(out))
-            if err is None:
-                delivered = datetime.now(timezone.utc)
-        if settings.alert_github_repo and out["github_issue"] is None:
-            try:
-                issue = _open_issue(settings, out)
-            except Exception as e:  # noqa: BLE001 - kept on the alert, retried later
-                err = f"GitHub: {e}"
-        with transaction(sessions) as session:
-            a = repo.get(session, alert_id)
-            if a is None:
-                continue
-            a.webhook_attempts += attempts
-            if delivered:
-                a.webhook_delivered_at = delivered
-            if issue:
-                a.github_issue = issue
-            a.notify_error = err[:1000] if err else None
-
-
-def _post_webhook(settings: Settings, body: dict[str, Any]) -> tuple[int, str | None]:
-    assert settings.alert_webhook is not None
-    url = settings.alert_webhook.get_secret_value()
-    data = json.dumps(body).encode()
-    err = None
-    for attempt in range(settings.alert_retries):
-        req = urllib.request.Request(url, data=data, method="POST", headers={
-            "Content-Type": "application/json", "User-Agent": "perfwarden"})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                if 200 <= r.status < 300:
-                    return attempt + 1, None
-                err = f"webhook answered {r.status}"
-        except urllib.error.HTTPError as e:
-            err = f"webhook answered {e.code}"
-            if 400 <= e.code < 500 and e.code not in (408, 429):
-                return attempt + 1, err  # the receiver refuses it: retrying will not help
-        except (urllib.error.URLError, OSError) as e:
-            err = f"webhook unreachable ({type(e).__name__})"  # never the URL: it may hold a secret
-        if attempt + 1 < settings.alert_retries:
-            time.sleep(settings.alert_backoff_s * 2 ** attempt)
-    log.warning("alert webhook failed after %d attempts: %s", settings.alert_retries, err)
-    return settings.alert_retries, err
-
-
 def marker(out: dict[str, Any]) -> str:
     return (f"<!-- perfwarden-alert {out['benchmark']} series={out['series_id']} "
             f"metric={out['metric']} run={out['run_id']} -->")
 
 
-def _open_issue(settings: Settings, out: dict[str, Any]) -> int:
+def open_issue(settings: Settings, out: dict[str, Any]) -> int:
     from ..bot.github import GitHub
 
     token = settings.github_token.get_secret_value() if settings.github_token else ""

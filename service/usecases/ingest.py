@@ -6,7 +6,6 @@ import logging
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..config import Settings
 from ..db import transaction
 from ..errors import Conflict, DomainError
 from ..repositories import runs as runs_repo
@@ -14,20 +13,6 @@ from ..schemas import RunIn
 
 ATTEMPTS = 3
 log = logging.getLogger("perfwarden.ingest")
-
-
-def after_ingest(sessions: sessionmaker[Session], settings: Settings, run_ids: list[int]) -> None:
-    """After new default-branch runs: look for new change points (alerts) and send them out.
-    Runs after the response; a failure here is logged and never undoes the stored runs."""
-    from . import alerts
-
-    try:
-        with transaction(sessions) as session:
-            new = alerts.evaluate_runs(session, run_ids)
-        if new:
-            alerts.notify(sessions, settings)
-    except Exception:  # noqa: BLE001 - the runs are stored; the next evaluation catches up
-        log.exception("alert evaluation after ingest failed")
 
 
 def store_run(sessions: sessionmaker[Session], run: RunIn) -> tuple[int, bool]:

@@ -36,7 +36,7 @@ def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[
     """The run with its series name and the per-stream timelines of its first traces."""
     run = get(session, run_id)
     timelines = []
-    for t in run["traces"][:2]:
+    for t in [t for t in run["traces"] if t["state"] == "done"][:2]:
         try:
             data = tracestore.timeline_of(data_dir, t["sha256"], t["filename"], steps)
         except DomainError as e:

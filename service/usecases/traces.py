@@ -1,8 +1,13 @@
 """Attaching a trace to a run: analyze, store content-addressed, record; a failure after the file
-was stored removes it again unless another trace row holds the same content."""
+was stored removes it again unless another trace row holds the same content.
+
+An upload (`accept`) checks the file is a trace at all, stores it and records it `pending`; the
+analysis is a durable job (`analyze_pending`, run from service/jobs/) that makes it `done` (or
+`failed`, with the reason). Local attachments (seed, `attach_file`) still analyze in place."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,7 +18,7 @@ from collectors.traces.representative import warnings_for
 
 from .. import tracestore
 from ..db import transaction
-from ..errors import NotFound
+from ..errors import Invalid, NotFound
 from ..models import Run, TraceFile
 from ..repositories import runs as runs_repo
 
@@ -65,10 +70,87 @@ def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
         raise
 
 
+def state_of(row: TraceFile) -> str:
+    return row.state or "done"  # rows stored before analysis was a job were analyzed at upload
+
+
 def _out(row: TraceFile, set_files: int) -> dict[str, Any]:
+    state = state_of(row)
     return {"id": row.id, "run_id": row.run_id, "sha256": row.sha256, "filename": row.filename,
-            "size_bytes": row.size_bytes, "format": row.format, "summary": row.summary,
-            "set_files": set_files}
+            "size_bytes": row.size_bytes, "format": row.format,
+            "summary": row.summary if state == "done" else None, "set_files": set_files,
+            "state": state, "error": row.error}
+
+
+def accept(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Path, name: str,
+           sha: str, size: int, set_size: int = 1) -> tuple[dict[str, Any], bool]:
+    """An upload: refuse at once what is not a trace at all (422, nothing kept), store the file
+    and record it `pending`. Returns (trace, created); the caller queues its analysis when
+    created. The same content for the same run again is the first upload."""
+    try:
+        fmt = tracestore.check_file(tmp, name)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    final = tracestore.commit_file(tmp, data_dir, sha)
+    try:
+        with transaction(sessions) as session:
+            if session.get(Run, run_id) is None:
+                raise NotFound(f"run {run_id} not found")
+            held = runs_repo.traces_of(session, [run_id])
+            same = next((t for t in held if t.sha256 == sha), None)
+            if same is not None:
+                return _out(same, len(held)), False
+            row = TraceFile(run_id=run_id, sha256=sha, filename=name, size_bytes=size, format=fmt,
+                            summary={}, created_at=datetime.now(timezone.utc), state="pending",
+                            set_size=set_size)
+            session.add(row)
+            session.flush()
+            return _out(row, len(held) + 1), True
+    except BaseException:
+        with transaction(sessions) as session:
+            if not runs_repo.trace_with_sha(session, sha):
+                final.unlink(missing_ok=True)
+        raise
+
+
+def analyze_pending(sessions: sessionmaker[Session], data_dir: Path, trace_id: int,
+                    before: Callable[[], None] = lambda: None) -> None:
+    """The analysis job: analyze a pending trace and record it `done`; once the run's set is
+    complete (`set_size` files, all done), the run's summary covers them together. A file that
+    is no readable trace is recorded `failed` with the reason (not retried: it will not change).
+    A trace already done or gone is left as it is (the job may run twice after a crash)."""
+    with transaction(sessions) as session:
+        row = session.get(TraceFile, trace_id)
+        if row is None or state_of(row) != "pending":
+            return
+        sha, name = row.sha256, row.filename
+    before()
+    try:
+        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name)
+    except Invalid as e:
+        mark_failed(sessions, trace_id, e.message)
+        return
+    with transaction(sessions) as session:
+        row = session.get(TraceFile, trace_id)
+        if row is None:
+            return
+        # the run row is locked (PostgreSQL) so two ranks finishing together see each other
+        run = runs_repo.lock_run(session, row.run_id)
+        row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
+        session.flush()
+        held = runs_repo.traces_of(session, [row.run_id])
+        if run is not None and len(held) >= (row.set_size or 1) and \
+                all(state_of(t) == "done" for t in held):
+            run.trace_summary = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
+                [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
+
+
+def mark_failed(sessions: sessionmaker[Session], trace_id: int, error: str) -> None:
+    with transaction(sessions) as session:
+        row = session.get(TraceFile, trace_id)
+        if row is not None and state_of(row) == "pending":
+            row.state, row.error = "failed", error[:1000]
 
 
 def attach_file(sessions: sessionmaker[Session], data_dir: Path, run_id: int,

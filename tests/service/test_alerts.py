@@ -13,6 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from service.config import Settings
+from tests.conftest import drain_jobs
 
 TOKEN = "ghp_alert_token_456"
 STEP_SERIES, STEP_AT, RUNS, SERIES = 17, 70, 100, 30
@@ -122,6 +123,7 @@ def test_planted_step_raises_one_alert_once(settings, receiver):
             r = c.post("/api/v1/runs/batch", json={"runs": runs[k:k + 500]})
             assert r.status_code == 201, r.text
             ids += r.json()["ids"]
+        drain_jobs(app)  # evaluation and deliveries are durable jobs
         a = c.get("/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
         assert a["count"] == 1, a
         alert = a["alerts"][0]
@@ -157,6 +159,7 @@ def test_planted_step_raises_one_alert_once(settings, receiver):
         assert c.post("/api/v1/alerts/evaluate").json() == {"new": []}
         more = history(runs=RUNS + 3)[RUNS * SERIES:]
         assert c.post("/api/v1/runs/batch", json={"runs": more}).status_code == 201
+        drain_jobs(app)
         assert c.post("/api/v1/alerts/evaluate", params={"benchmark": "moe-decode-30"}).json() == {"new": []}
         assert c.get("/api/v1/alerts").json()["count"] == 1
         assert receiver.webhook_calls == 1 and len(receiver.issues) == 1
@@ -180,6 +183,7 @@ def test_improvements_and_pr_runs_raise_nothing(settings, receiver):
         for r in pr:
             r.update(branch="feature", pr=12, repository="acme/engine")
         assert c.post("/api/v1/runs/batch", json={"runs": pr}).status_code == 201
+        drain_jobs(app)
         assert c.get("/api/v1/alerts").json()["count"] == 0
         assert receiver.webhook_calls == 0 and not receiver.issues
     app.state.engine.dispose()
@@ -192,6 +196,7 @@ def test_webhook_retries_then_delivers(settings):
         with TC(app) as c:
             runs = history(series=2, runs=40, step_series=0, step_at=25)
             assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+            drain_jobs(app)
             alert = c.get("/api/v1/alerts").json()["alerts"][0]
             assert rec.webhook_calls == 3 and len(rec.posts) == 1
             assert alert["webhook_delivered_at"] and alert["notify_error"] is None
@@ -208,12 +213,14 @@ def test_webhook_down_keeps_the_error_without_the_url(settings, caplog):
         with TC(app) as c:
             runs = history(series=2, runs=40, step_series=0, step_at=25)
             assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+            drain_jobs(app)
             alert = c.get("/api/v1/alerts").json()["alerts"][0]
             assert alert["webhook_delivered_at"] is None
             assert alert["notify_error"] == "webhook answered 503"
             assert rec.webhook_calls == 3
             # the next evaluation tries again
             c.post("/api/v1/alerts/evaluate")
+            drain_jobs(app)
             assert rec.webhook_calls == 6
         app.state.engine.dispose()
     finally:

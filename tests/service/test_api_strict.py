@@ -99,7 +99,7 @@ def test_delete_run(client, settings):
                        ).json()["id"] for i in range(3)]
     raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
     assert client.post(f"/api/v1/runs/{ids[0]}/traces?filename=t.sqlite.gz",
-                       content=raw).status_code == 201
+                       content=raw).status_code == 202  # analysis: a job
     client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids[:2]})
     r = client.delete(f"/api/v1/runs/{ids[0]}")
     assert r.status_code == 409 and "baseline(s) v" in r.json()["error"]["message"]

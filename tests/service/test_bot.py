@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from service.bot.github import GitHub, GitHubError
-from tests.conftest import h200_records
+from tests.conftest import drain_jobs, h200_records
 from tests.github_standin import TOKEN, FakeGitHub
 
 
@@ -169,6 +169,7 @@ def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
             body = {**r, "repository": "acme/engine", "pr": 42, "commit": f"c0ffee-{label}",
                     "label": f"pr-42-{label}"}
             assert c.post("/api/v1/runs", json=body).status_code == 201
+        drain_jobs(c.app)  # the comment is a durable job
     bodies = [x["body"] for x in gh.comments.values()]
     assert len(bodies) == 1  # edited in place, never a second comment
     assert "**FAIL**" in bodies[0] and "c0ffee-plant3" in bodies[0]

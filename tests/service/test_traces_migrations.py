@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from service import migrate
-from tests.conftest import DATA, H200, minimal_run
+from tests.conftest import DATA, H200, drain_jobs, minimal_run
 
 
 def test_migrations_up_and_down(db_url):
@@ -33,13 +33,17 @@ def test_upload_analyze_download_timeline(client, settings):
     rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
     raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
     r = client.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)
-    assert r.status_code == 201, r.text
+    assert r.status_code == 202, r.text  # stored; the analysis is a job
     body = r.json()
     assert body["sha256"] == hashlib.sha256(raw).hexdigest() and body["format"] == "nsys"
-    assert body["summary"]["steps"] == 10 and body["summary"]["aux_gap_count"] == 30
+    assert body["state"] == "pending" and body["summary"] is None
+    drain_jobs(client.app)
     run = client.get(f"/api/v1/runs/{rid}").json()
-    assert run["trace_summary"]["aux_gap_mean_us"] == pytest.approx(body["summary"]["aux_gap_mean_us"])
-    assert run["traces"][0]["id"] == body["id"]
+    assert run["traces"][0]["id"] == body["id"] and run["traces"][0]["state"] == "done"
+    assert run["trace_summary"]["steps"] == 10 and run["trace_summary"]["aux_gap_count"] == 30
+    again = client.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)
+    assert again.status_code == 200 and again.json()["state"] == "done"
+    assert again.json()["summary"]["aux_gap_mean_us"] == pytest.approx(run["trace_summary"]["aux_gap_mean_us"])
     d = client.get(f"/api/v1/traces/{body['id']}")
     assert d.status_code == 200 and d.content == raw
     tl = client.get(f"/api/v1/traces/{body['id']}/timeline?steps=2").json()
@@ -54,15 +58,18 @@ def test_kineto_upload(client):
     rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
     r = client.post(f"/api/v1/runs/{rid}/traces?filename=m4.json.gz",
                     content=(DATA / "kineto_1layer_M4.json.gz").read_bytes())
-    assert r.status_code == 201 and r.json()["format"] == "kineto"
-    assert r.json()["summary"]["aux_gap_mean_us"] == pytest.approx(57.768)
+    assert r.status_code == 202 and r.json()["format"] == "kineto"
+    drain_jobs(client.app)
+    assert client.get(f"/api/v1/runs/{rid}").json()["trace_summary"]["aux_gap_mean_us"] == \
+        pytest.approx(57.768)
 
 
 @pytest.mark.parametrize("name,content,status", [
     ("t.json", b"", 422), ("t.json.gz", b"\x1f\x8b\x08\x00garbage", 422),
-    ("t.json", b'{"traceEvents": [', 422), ("t.sqlite", b"SQLite format 3\x00" + b"\x01" * 64, 422),
+    ("t.txt.gz", b"plain text, no trace", 422), ("t.sqlite", b"SQLite format 3\x00" + b"\x01" * 64, 422),
     ("t.exe", b"{}", 422), ("../../etc/passwd.json", b"{}", 422)])
 def test_bad_traces_refused_nothing_stored(client, settings, name, content, status):
+    """What is not a trace at all is refused in the request (the analysis job never sees it)."""
     rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
     r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": name}, content=content)
     assert r.status_code == status and "Traceback" not in r.text
@@ -70,6 +77,21 @@ def test_bad_traces_refused_nothing_stored(client, settings, name, content, stat
     tdir = settings.data_dir / "traces"
     assert not tdir.exists() or not any(p.is_file() for p in tdir.rglob("*"))
     assert not any((settings.data_dir / "tmp").glob("*")) if (settings.data_dir / "tmp").exists() else True
+
+
+def test_trace_that_fails_analysis_is_failed_with_the_reason(client):
+    """A file that looks like a trace but does not parse: 202, then `failed` naming the file;
+    the run keeps no summary, and a good trace after it is analyzed as usual."""
+    rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": "cut.json"},
+                    content=b'{"traceEvents": [')
+    assert r.status_code == 202 and r.json()["state"] == "pending"
+    drain_jobs(client.app)
+    run = client.get(f"/api/v1/runs/{rid}").json()
+    t = run["traces"][0]
+    assert t["state"] == "failed" and "cut.json" in t["error"] and run["trace_summary"] is None
+    page = client.get(f"/runs/{rid}").text
+    assert 'data-state="failed"' in page and "cut.json" in page
 
 
 def test_trace_size_limit(settings):

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
+from ...db import transaction
+from ...jobs import tasks
 from ...schemas import AlertList, AlertOut, AlertPatch, AlertsEvaluated
 from ...usecases import alerts
 from ..deps import ERRORS, db, require_read, require_write
@@ -32,10 +34,11 @@ def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: Sessi
 
 @router.post("/alerts/evaluate", response_model=AlertsEvaluated,
              dependencies=[Depends(require_write)], responses=ERRORS)
-def evaluate(request: Request, background: BackgroundTasks, session: Session = Depends(db),
-             benchmark: Str200 = None):
+def evaluate(request: Request, benchmark: Str200 = None):
     """Look at the default-branch histories again: new change points raise alerts (an alert
-    already raised is never raised twice); undelivered notifications are sent again."""
-    new = alerts.evaluate(session, benchmark)
-    background.add_task(alerts.notify, request.app.state.sessions, request.app.state.settings)
+    already raised is never raised twice); undelivered notifications are queued again."""
+    state = request.app.state
+    with transaction(state.sessions) as session:
+        new = alerts.evaluate(session, benchmark)
+    tasks.enqueue_deliveries(state.queue, state.sessions, state.settings)
     return {"new": new}

@@ -1,10 +1,11 @@
 """Runs and their traces."""
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ValidationError
@@ -12,11 +13,13 @@ from sqlalchemy.orm import Session
 
 from ... import tracestore
 from ...errors import Invalid, from_validation
+from ...jobs import tasks
 from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut, TraceOut
 from ...usecases import ingest, runs, traces
 from ..deps import ERRORS, db, read_capped, require_read, require_write
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
+log = logging.getLogger("perfwarden.ingest")
 Str200 = Annotated[str | None, Query(max_length=200)]
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
@@ -40,15 +43,13 @@ def _parse(model: type[M], body: bytes) -> M:
     **ERRORS}, dependencies=[Depends(require_write)],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
-async def create_run(request: Request, background: BackgroundTasks):
+async def create_run(request: Request):
     """Store a run record (spec/api.md). Nothing is stored from a rejected request."""
     s = request.app.state.settings
     run = _parse(RunIn, await read_capped(request, s.max_body_bytes, "run record"))
     run_id, created = await run_in_threadpool(ingest.store_run, request.app.state.sessions, run)
-    if created and run.repository and run.pr and request.app.state.on_run_created:
-        background.add_task(request.app.state.on_run_created, run_id)
-    if created and run.pr is None:
-        background.add_task(ingest.after_ingest, request.app.state.sessions, s, [run_id])
+    if created:
+        await run_in_threadpool(_after_ingest, request, [run], [run_id])
     return JSONResponse({"id": run_id}, status_code=201 if created else 200)
 
 
@@ -56,22 +57,34 @@ async def create_run(request: Request, background: BackgroundTasks):
              responses=ERRORS, dependencies=[Depends(require_write)],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
-async def create_runs(request: Request, background: BackgroundTasks):
+async def create_runs(request: Request):
     """Store many run records at once: all or nothing, one transaction; `422` names the record
     index and field. A record already stored (same idempotency key and body) gives its id."""
     s = request.app.state.settings
     batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
     ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
                                            batch.runs)
-    if created and any(r.pr is None for r in batch.runs):
-        background.add_task(ingest.after_ingest, request.app.state.sessions, s,
-                            [i for i, r in zip(ids, batch.runs) if r.pr is None])
-    hook = request.app.state.on_run_created
-    if hook and created:
-        for rid, run in zip(ids, batch.runs):
-            if run.repository and run.pr:
-                background.add_task(hook, rid)
+    if created:
+        await run_in_threadpool(_after_ingest, request, batch.runs, ids)
     return JSONResponse({"ids": ids}, status_code=201 if created else 200)
+
+
+def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> None:
+    """Queue the durable jobs new runs call for: one alert evaluation per benchmark of
+    default-branch runs (coalesced), a PR comment per PR run when the bot is configured."""
+    queue, s = request.app.state.queue, request.app.state.settings
+    benches: dict[str, list[int]] = {}
+    for rid, run in zip(ids, records):
+        if run.pr is None:
+            benches.setdefault(run.benchmark, []).append(rid)
+    try:
+        tasks.enqueue_evaluation(queue, benches)
+        if s.github_token and s.bot_baseline:
+            for rid, run in zip(ids, records):
+                if run.repository and run.pr:
+                    tasks.enqueue_pr_comment(queue, rid)
+    except Exception:  # noqa: BLE001 - the runs are stored; the next evaluation covers them
+        log.exception("queueing the jobs after an ingest failed")
 
 
 @router.get("/runs", response_model=RunList, dependencies=[Depends(require_read)], responses=ERRORS)
@@ -101,23 +114,30 @@ def delete_run(run_id: Id, request: Request, force: bool = False):
                        force)
 
 
-@router.post("/runs/{run_id}/traces", status_code=201, response_model=TraceOut,
-             dependencies=[Depends(require_write)], responses=ERRORS,
+@router.post("/runs/{run_id}/traces", status_code=202, response_model=TraceOut,
+             dependencies=[Depends(require_write)], responses={
+                 200: {"model": TraceOut, "description": "the same file again: the first upload"},
+                 **ERRORS},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
 async def upload_trace(run_id: Id, request: Request,
                        filename: Annotated[str | None, Query(max_length=1000)] = None,
                        set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
-    """Stream a trace file to content-addressed storage, analyze it, attach it. `set_size`:
-    the number of files in the run's trace set (its ranks); once that many are attached, the
-    run's summary covers them together. The same file again is the first upload (200)."""
+    """Stream a trace file to content-addressed storage and attach it: `202` with `state`
+    `pending`; a worker analyzes it (a durable job) and the trace becomes `done` (its summary)
+    or `failed` (`error`). What is not a trace at all (size, magic bytes) is refused here.
+    `set_size`: the number of files in the run's trace set (its ranks); once that many are
+    analyzed, the run's summary covers them together. The same file again is the first
+    upload (200)."""
     s = request.app.state.settings
     name = tracestore.check_filename(filename)
     await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
     tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes)
-    out, created = await run_in_threadpool(traces.attach, request.app.state.sessions, s.data_dir,
+    out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
                                            run_id, tmp, name, sha, size, set_size)
-    return JSONResponse(out, status_code=201 if created else 200)
+    if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
+        await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
+    return JSONResponse(out, status_code=202 if created else 200)
 
 
 @router.get("/traces/{trace_id}", dependencies=[Depends(require_read)], responses={

@@ -1,0 +1,17 @@
+"""Durable jobs (DESIGN.md v1.2): trace analysis of uploads, alert evaluation after ingest, and
+the deliveries (webhook, GitHub issue, PR comment) leave the request path and run from a queue
+kept in the database, retried with backoff and resumed after a crash.
+
+- PostgreSQL: procrastinate (`pg.py`), run by `perfwarden worker`; its schema comes in through
+  this project's Alembic migration 0007.
+- SQLite (embedded default): the `jobs` table (`table.py`), run by a thread that
+  `perfwarden serve` starts (or by `perfwarden worker` as well).
+
+Callers use `open_queue(settings, sessions)` and `Queue.enqueue(kind, args, coalesce=...)`; the
+job kinds and what each does are in `tasks.py`.
+"""
+from __future__ import annotations
+
+from .queue import Queue, open_queue
+
+__all__ = ["Queue", "open_queue"]

@@ -1,0 +1,147 @@
+"""The PostgreSQL queue: procrastinate (its schema comes in through migration 0007). One
+procrastinate task per job kind, all on the `perfwarden` queue; retries with the kind's doubling
+backoff; a job whose worker was killed (no heartbeat for `job_lease_s`) is put back by the
+next worker's sweep. Tasks are plain functions; procrastinate runs them in a thread."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import procrastinate
+from procrastinate import exceptions as pexc
+from procrastinate.retry import BaseRetryStrategy, RetryDecision
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import Settings
+from .tasks import KINDS, Context, Kind, delay_s
+
+log = logging.getLogger("perfwarden.jobs")
+QUEUE = "perfwarden"
+
+
+def conninfo(url: str) -> str:
+    """A libpq URL from the SQLAlchemy one (`postgresql+psycopg://...`)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class _Backoff(BaseRetryStrategy):
+    def __init__(self, kind: Kind, settings: Settings):
+        self.kind, self.settings = kind, settings
+
+    def get_retry_decision(self, *, exception: BaseException, job: Any) -> RetryDecision | None:
+        tries = job.attempts + 1  # this one included
+        if tries >= self.kind.attempts(self.settings):
+            return None
+        wait = timedelta(seconds=delay_s(self.kind, self.settings, tries))
+        return RetryDecision(retry_at=datetime.now(timezone.utc) + wait)
+
+
+def make_app(settings: Settings, ctx: Context | None = None) -> procrastinate.App:
+    """The procrastinate app with one task per kind; `ctx` is what a worker's tasks run with
+    (None for an app that only defers)."""
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+        conninfo=conninfo(settings.database_url), min_size=1, max_size=4))
+    for name, kind in KINDS.items():
+        app.task(name=name, queue=QUEUE, pass_context=True,
+                 retry=_Backoff(kind, settings))(_runner(name, kind, ctx))
+    return app
+
+
+def _runner(name: str, kind: Kind, ctx: Context | None):
+    def run(jc: procrastinate.JobContext, **args: Any) -> None:
+        assert ctx is not None, "a deferring app runs no task"
+        assert jc.job is not None
+        last = jc.job.attempts + 1 >= kind.attempts(ctx.settings)
+        try:
+            kind.run(ctx, args)
+        except Exception as e:
+            if last and kind.give_up is not None:
+                kind.give_up(ctx, args, f"{type(e).__name__}: {e}"[:1000])
+            raise
+
+    run.__name__ = name
+    return run
+
+
+class PgQueue:
+    """Defers from synchronous code (the API's thread pool, the CLI) through procrastinate's
+    synchronous connector."""
+
+    def __init__(self, settings: Settings):
+        self.app = make_app(settings)
+        self._lock = threading.Lock()
+        self._open = False
+
+    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None) -> bool:
+        with self._lock:
+            if not self._open:
+                self.app.open()
+                self._open = True
+        try:
+            self.app.tasks[kind].configure(queueing_lock=coalesce).defer(**args)
+        except pexc.AlreadyEnqueued:
+            return False
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._open:
+                self.app.close()
+                self._open = False
+
+
+async def _sweep(app: procrastinate.App, lease_s: float) -> int:
+    """Put back the running jobs of workers that stopped beating (killed)."""
+    n = 0
+    for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease_s):
+        log.warning("job %s %s: its worker stopped; running it again", job.id, job.task_name)
+        await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
+        n += 1
+    return n
+
+
+async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Event | None,
+                signals: bool) -> None:
+    app = make_app(settings, ctx)
+    lease = settings.job_lease_s
+    async with app.open_async():
+        await _sweep(app, lease)
+        worker = asyncio.create_task(app.run_worker_async(
+            queues=[QUEUE], wait=wait, install_signal_handlers=signals, concurrency=1,
+            update_heartbeat_interval=max(0.2, lease / 4), stalled_worker_timeout=lease,
+            fetch_job_polling_interval=settings.job_poll_s, listen_notify=True,
+            delete_jobs="successful"))
+        while not worker.done():
+            await asyncio.wait([worker], timeout=min(lease / 2, 1.0))
+            if stop is not None and stop.is_set():
+                worker.cancel()
+                break
+            if not worker.done():
+                await _sweep(app, lease)
+        try:
+            await worker
+        except asyncio.CancelledError:
+            pass
+
+
+def run_worker(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
+               stop: threading.Event | None = None, signals: bool = True) -> None:
+    ctx = Context(settings, sessions, PgQueue(settings))
+    try:
+        asyncio.run(_work(settings, ctx, wait, stop, signals))
+    finally:
+        ctx.queue.close()
+
+
+def pending(settings: Settings) -> int:
+    """Jobs waiting or running on the perfwarden queue."""
+    import psycopg
+
+    with psycopg.connect(conninfo(settings.database_url)) as con:
+        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %s AND "
+                          "status IN ('todo', 'doing')", (QUEUE,)).fetchone()
+    return int(row[0]) if row else 0

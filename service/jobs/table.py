@@ -1,0 +1,113 @@
+"""The embedded queue: the `jobs` table through SQLAlchemy (SQLite default). A worker claims the
+oldest due job with one UPDATE and a lease, renews the lease while the job runs, and on failure
+puts it back with a doubling delay; a job whose worker was killed is taken over once its lease
+runs out. `perfwarden serve` runs one such worker in a thread; `perfwarden worker` runs one
+in a process of its own."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import Settings
+from ..usecases import jobs as usecase
+from .tasks import KINDS, Context, delay_s
+
+log = logging.getLogger("perfwarden.jobs")
+
+
+class TableQueue:
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session]):
+        self.settings, self.sessions = settings, sessions
+
+    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None) -> bool:
+        return usecase.enqueue(self.sessions, kind, args, coalesce,
+                               KINDS[kind].attempts(self.settings))
+
+    def close(self) -> None:
+        pass
+
+
+class TableWorker:
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], name: str | None = None):
+        self.settings, self.sessions = settings, sessions
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.ctx = Context(settings, sessions, TableQueue(settings, sessions))
+        self.stop = threading.Event()
+
+    def run_one(self) -> bool:
+        """Claim and run one due job; False when none is due."""
+        lease = self.settings.job_lease_s
+        job = usecase.claim(self.sessions, self.name, lease)
+        if job is None:
+            return False
+        kind = KINDS.get(job.kind)
+        if kind is None:
+            usecase.finish(self.sessions, job.id, self.name, False, f"unknown job kind {job.kind!r}")
+            return True
+        if job.attempts > job.max_attempts:  # its workers kept dying on it
+            err = f"gave up after {job.max_attempts} attempts (the worker stopped each time)"
+            self._give_up(kind, job.args, err)
+            usecase.finish(self.sessions, job.id, self.name, False, err)
+            return True
+        done = threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(job.id, done), daemon=True)
+        renewer.start()
+        try:
+            kind.run(self.ctx, job.args)
+        except Exception as e:  # noqa: BLE001 - kept on the job, retried with backoff
+            err = f"{type(e).__name__}: {e}"[:1000]
+            if job.attempts >= job.max_attempts:
+                log.warning("job %s %s failed for good: %s", job.id, job.kind, err)
+                self._give_up(kind, job.args, err)
+                usecase.finish(self.sessions, job.id, self.name, False, err)
+            else:
+                wait = delay_s(kind, self.settings, job.attempts)
+                log.info("job %s %s failed (try %d), again in %.1f s: %s", job.id, job.kind,
+                         job.attempts, wait, err)
+                usecase.retry(self.sessions, job.id, self.name, wait, err)
+        else:
+            usecase.finish(self.sessions, job.id, self.name, True)
+        finally:
+            done.set()
+            renewer.join()
+        return True
+
+    def _give_up(self, kind: Any, args: dict[str, Any], err: str) -> None:
+        if kind.give_up is not None:
+            try:
+                kind.give_up(self.ctx, args, err)
+            except Exception:  # noqa: BLE001 - the job is failed either way
+                log.exception("marking a failed job's result failed")
+
+    def _renew(self, job_id: int, done: threading.Event) -> None:
+        lease = self.settings.job_lease_s
+        while not done.wait(lease / 3):
+            try:
+                usecase.renew(self.sessions, job_id, self.name, lease)
+            except Exception:  # noqa: BLE001 - a missed renewal: the next one tries again
+                log.warning("renewing the lease of job %s failed", job_id)
+
+    def run(self, wait: bool = True) -> None:
+        """Run jobs until stopped (`wait`) or until none is due."""
+        while not self.stop.is_set():
+            try:
+                ran = self.run_one()
+            except Exception:  # noqa: BLE001 - e.g. the database is away: wait and go on
+                log.exception("job worker: claiming a job failed")
+                ran = False
+            if not ran:
+                if not wait:
+                    return
+                self.stop.wait(self.settings.job_poll_s)
+
+
+def pending(sessions: sessionmaker[Session]) -> int:
+    """Jobs waiting or running."""
+    c = usecase.counts(sessions)
+    return c.get("todo", 0) + c.get("doing", 0)

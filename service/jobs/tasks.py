@@ -1,0 +1,129 @@
+"""The job kinds: what each runs, how often it is tried and how long it waits between tries.
+Both queues (procrastinate on PostgreSQL, the jobs table on SQLite) run these same functions."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import Settings
+from ..errors import DomainError
+from .pause import pause_point
+
+log = logging.getLogger("perfwarden.jobs")
+MAX_DELAY_S = 300.0
+
+
+@dataclass
+class Context:
+    settings: Settings
+    sessions: sessionmaker[Session]
+    queue: Any  # the Queue the job may add follow-ups to (queue.Queue; Any: no import cycle)
+
+
+@dataclass(frozen=True)
+class Kind:
+    run: Callable[[Context, dict[str, Any]], None]
+    attempts: Callable[[Settings], int]
+    backoff_s: Callable[[Settings], float]
+    give_up: Callable[[Context, dict[str, Any], str], None] | None = None
+
+
+def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
+    """Wait before try `attempt + 1`: exponential from the kind's base, at most 5 minutes."""
+    return min(MAX_DELAY_S, kind.backoff_s(settings) * 2 ** max(0, attempt - 1))
+
+
+# --- trace analysis ------------------------------------------------------------------------
+def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
+    from ..usecases import traces
+
+    traces.analyze_pending(ctx.sessions, ctx.settings.data_dir, int(args["trace_id"]),
+                           before=lambda: pause_point("trace:analyze"))
+
+
+def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
+    from ..usecases import traces
+
+    traces.mark_failed(ctx.sessions, int(args["trace_id"]), error)
+
+
+# --- alerts --------------------------------------------------------------------------------
+def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
+    """Every default-branch series of the benchmark (one job per burst of ingests), then one
+    delivery job per new alert and channel."""
+    from ..db import transaction
+    from ..usecases import alerts
+
+    with transaction(ctx.sessions) as session:
+        try:
+            new = alerts.evaluate_benchmark(session, str(args["benchmark"]),
+                                            [int(i) for i in args.get("run_ids") or []])
+        except DomainError as e:  # the benchmark went away meanwhile
+            log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
+            return
+    if new:
+        enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
+
+
+def _webhook(ctx: Context, args: dict[str, Any]) -> None:
+    from ..usecases import deliveries
+
+    deliveries.webhook(ctx.sessions, ctx.settings, int(args["alert_id"]), pause=pause_point)
+
+
+def _github_issue(ctx: Context, args: dict[str, Any]) -> None:
+    from ..usecases import deliveries
+
+    deliveries.github_issue(ctx.sessions, ctx.settings, int(args["alert_id"]))
+
+
+def _pr_comment(ctx: Context, args: dict[str, Any]) -> None:
+    from ..bot.auto import post_for_run
+
+    post_for_run(ctx.sessions, ctx.settings, int(args["run_id"]))
+
+
+def _attempts(s: Settings) -> int:
+    return s.job_attempts
+
+
+def _backoff(s: Settings) -> float:
+    return s.job_backoff_s
+
+
+KINDS: dict[str, Kind] = {
+    "analyze_trace": Kind(_analyze_trace, _attempts, _backoff, give_up=_trace_failed),
+    "evaluate_alerts": Kind(_evaluate_alerts, _attempts, _backoff),
+    # the webhook keeps its own retry settings (PERFWARDEN_ALERT_RETRIES, _ALERT_BACKOFF_S)
+    "webhook": Kind(_webhook, lambda s: s.alert_retries, lambda s: s.alert_backoff_s),
+    "github_issue": Kind(_github_issue, _attempts, _backoff),
+    "pr_comment": Kind(_pr_comment, _attempts, _backoff),
+}
+
+
+# --- what callers enqueue ------------------------------------------------------------------
+def enqueue_trace(queue: Any, trace_id: int) -> None:
+    queue.enqueue("analyze_trace", {"trace_id": trace_id}, coalesce=f"trace:{trace_id}")
+
+
+def enqueue_evaluation(queue: Any, benchmarks: dict[str, list[int]]) -> None:
+    """One waiting evaluation per benchmark: a burst of ingests is one evaluation."""
+    for name, run_ids in benchmarks.items():
+        queue.enqueue("evaluate_alerts", {"benchmark": name, "run_ids": run_ids[:1000]},
+                      coalesce=f"evaluate:{name}")
+
+
+def enqueue_deliveries(queue: Any, sessions: sessionmaker[Session], settings: Settings,
+                       ids: list[int] | None = None) -> None:
+    from ..usecases import deliveries
+
+    for kind, alert_id in deliveries.due(sessions, settings, ids):
+        queue.enqueue(kind, {"alert_id": alert_id}, coalesce=f"{kind}:{alert_id}")
+
+
+def enqueue_pr_comment(queue: Any, run_id: int) -> None:
+    queue.enqueue("pr_comment", {"run_id": run_id}, coalesce=f"pr_comment:{run_id}")

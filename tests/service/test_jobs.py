@@ -1,0 +1,224 @@
+"""Durable jobs survive kill -9 of the worker process (issue 24), on SQLite and PostgreSQL.
+
+A real `perfwarden worker` process is made to block at a known point (PERFWARDEN_TEST_JOB_PAUSE),
+killed with SIGKILL there, and a second worker started: the trace analysis finishes, and the
+webhook is delivered once. "Once" is what a receiver can hold us to: every POST of one alert
+carries the same X-Perfwarden-Delivery id; killed before the POST, the receiver gets it once;
+killed after the receiver took it but before the alert recorded it, the resumed job sends it
+again with the same id, so the receiver (which keeps the ids it accepted) accepts it once."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import create_engine, text
+
+from tests.conftest import H200, ROOT, minimal_run
+from tests.service.test_alerts import history
+
+LEASE_S = 2.0
+
+
+class DedupingReceiver:
+    """A webhook receiver on 127.0.0.1 that counts every POST and accepts each delivery id once."""
+
+    def __init__(self):
+        self.received: list[str | None] = []
+        self.accepted: dict[str, dict] = {}
+        rec = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                did = self.headers.get("X-Perfwarden-Delivery")
+                rec.received.append(did)
+                if did and did not in rec.accepted:
+                    rec.accepted[did] = body
+                self.send_response(204)
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def _env(settings, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERFWARDEN_")}
+    env.update(PERFWARDEN_DATABASE_URL=settings.database_url,
+               PERFWARDEN_DATA_DIR=str(settings.data_dir), PERFWARDEN_JOB_LEASE_S=str(LEASE_S),
+               PERFWARDEN_JOB_POLL_S="0.2", PERFWARDEN_JOB_BACKOFF_S="0.2", **extra)
+    if settings.alert_webhook:
+        env["PERFWARDEN_ALERT_WEBHOOK"] = settings.alert_webhook.get_secret_value()
+        env["PERFWARDEN_ALERT_BACKOFF_S"] = "0.2"
+    return env
+
+
+def _worker(settings, log: Path, **extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "service.cli", "worker"], cwd=ROOT,
+                            env=_env(settings, **extra), stdout=open(log, "ab"),
+                            stderr=subprocess.STDOUT)
+
+
+def _wait(cond, what: str, timeout_s: float = 90.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _kill_at(settings, point: str, tmp_path: Path) -> None:
+    """Start a worker that blocks at `point`; once it is there, SIGKILL it."""
+    marker = tmp_path / f"paused-{point.replace(':', '-')}"
+    w = _worker(settings, tmp_path / "worker-a.log", PERFWARDEN_TEST_JOB_PAUSE=f"{point}={marker}")
+    try:
+        _wait(lambda: marker.exists() or w.poll() is not None, f"the worker to reach {point}")
+        assert w.poll() is None, (tmp_path / "worker-a.log").read_text()
+        assert int(marker.read_text()) == w.pid
+    finally:
+        os.kill(w.pid, signal.SIGKILL)
+        w.wait(30)
+    assert w.returncode == -signal.SIGKILL
+
+
+def _stop(w: subprocess.Popen) -> None:
+    w.send_signal(signal.SIGTERM)
+    try:
+        w.wait(30)
+    except subprocess.TimeoutExpired:
+        w.kill()
+        w.wait(10)
+
+
+def _app(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    # no worker in this process: the worker processes below are the only ones
+    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
+    return app, TestClient(app)
+
+
+def _job_attempts(url: str, kind: str) -> list[int]:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            if url.startswith("sqlite"):
+                q = text("SELECT attempts FROM jobs WHERE kind = :k ORDER BY id")
+            else:
+                q = text("SELECT attempts FROM procrastinate_jobs WHERE task_name = :k ORDER BY id")
+            return [int(a) for (a,) in c.execute(q, {"k": kind})]
+    finally:
+        eng.dispose()
+
+
+def test_kill_during_trace_analysis_then_it_finishes(settings, tmp_path):
+    app, client = _app(settings)
+    with client as c:
+        rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
+        raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
+        r = c.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)
+        assert r.status_code == 202 and r.json()["state"] == "pending"
+        _kill_at(settings, "trace:analyze", tmp_path)
+        run = c.get(f"/api/v1/runs/{rid}").json()
+        assert run["traces"][0]["state"] == "pending" and run["trace_summary"] is None
+        w = _worker(settings, tmp_path / "worker-b.log")
+        try:
+            # (a GET reads the run, then its traces: under READ COMMITTED it can see the trace
+            # done before the run's summary of the same commit; the next GET sees both)
+            run = _wait(lambda: (x := c.get(f"/api/v1/runs/{rid}").json())["traces"][0]["state"]
+                        != "pending" and (x["trace_summary"] or x["traces"][0]["state"] == "failed")
+                        and x, "the second worker to analyze the trace")
+        finally:
+            _stop(w)
+        assert run["traces"][0]["state"] == "done", (tmp_path / "worker-b.log").read_text()
+        assert run["trace_summary"]["steps"] == 10 and run["trace_summary"]["aux_gap_count"] == 30
+    app.state.engine.dispose()
+    if settings.is_sqlite:  # the killed worker's claim, then the second worker's (kept rows)
+        assert _job_attempts(settings.database_url, "analyze_trace") == [2]
+
+
+@pytest.mark.parametrize("point", ["webhook:before_post", "webhook:after_post"])
+def test_kill_during_webhook_delivery_delivers_once(settings, tmp_path, point):
+    rec = DedupingReceiver()
+    try:
+        s = settings.model_copy(update={"alert_webhook": SecretStr(rec.url)})
+        app, client = _app(s)
+        with client as c:
+            runs = history(series=2, runs=40, step_series=0, step_at=25)
+            assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+            _kill_at(s, point, tmp_path)  # it evaluated (the alert is stored), then blocked
+            alerts = c.get("/api/v1/alerts").json()
+            assert alerts["count"] == 1 and alerts["alerts"][0]["webhook_delivered_at"] is None
+            assert len(rec.received) == (0 if point == "webhook:before_post" else 1)
+            w = _worker(s, tmp_path / "worker-b.log")
+            try:
+                alert = _wait(lambda: (a := c.get("/api/v1/alerts").json()["alerts"][0])
+                              ["webhook_delivered_at"] and a, "the webhook delivery")
+            finally:
+                _stop(w)
+        app.state.engine.dispose()
+        did = f"alert-{alert['id']}-webhook"
+        assert list(rec.accepted) == [did]  # one distinct delivery accepted
+        assert rec.accepted[did]["run_id"] == alert["run_id"]
+        if point == "webhook:before_post":
+            assert rec.received == [did]  # killed before sending: sent once
+        else:
+            assert rec.received == [did, did]  # sent again after the kill, with the same id
+        assert alert["notify_error"] is None
+    finally:
+        rec.close()
+
+
+def _waiting(url: str, kind: str) -> int:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            if url.startswith("sqlite"):
+                q = text("SELECT count(*) FROM jobs WHERE kind = :k AND state = 'todo'")
+            else:
+                q = text("SELECT count(*) FROM procrastinate_jobs WHERE task_name = :k "
+                         "AND status = 'todo'")
+            return int(c.execute(q, {"k": kind}).scalar() or 0)
+    finally:
+        eng.dispose()
+
+
+def test_a_burst_of_ingests_is_one_evaluation_per_benchmark(settings):
+    """Eight batches of one benchmark and two of another, posted while no worker runs, leave
+    two waiting evaluations; running them raises the planted step's one alert."""
+    from tests.conftest import drain_jobs
+
+    app, client = _app(settings)
+    with client as c:
+        runs = history(series=2, runs=40, step_series=0, step_at=25)
+        for k in range(0, len(runs), 10):
+            assert c.post("/api/v1/runs/batch", json={"runs": runs[k:k + 10]}).status_code == 201
+        other = [{**r, "benchmark": "other-bench"} for r in history(series=1, runs=20)]
+        for k in range(0, len(other), 10):
+            assert c.post("/api/v1/runs/batch", json={"runs": other[k:k + 10]}).status_code == 201
+        assert _waiting(settings.database_url, "evaluate_alerts") == 2
+        assert c.get("/api/v1/alerts").json()["count"] == 0  # nothing ran in the request
+        drain_jobs(app)
+        assert _waiting(settings.database_url, "evaluate_alerts") == 0
+        a = c.get("/api/v1/alerts").json()
+        assert a["count"] == 1 and a["alerts"][0]["benchmark"] == "moe-decode-30"
+    app.state.engine.dispose()
