@@ -240,7 +240,7 @@ def test_trace_set_folder_moves_and_ingests_once(live_server, tmp_path):
     assert r.returncode == 0, r.stderr
     rec = json.loads(out.read_text())[0]
     assert rec["trace_files"] == ["traces/trace_M1_rank0.json.gz", "traces/trace_M1_rank1.json.gz"]
-    assert rec["idempotency_key"].startswith("pw1-")
+    assert rec["idempotency_key"].startswith("pw1f-")  # from the file's bytes and the flags
     moved = tmp_path / "elsewhere"
     shutil.move(str(out.parent), moved)
     r = run("ingest", str(moved / "run.json"), "--server", url)
@@ -293,7 +293,7 @@ def test_ingest_is_all_or_nothing_and_out_dash_is_stdout(live_server, tmp_path):
     assert rec["config"]["tp"] == 8 and rec["config"]["cuda_graphs"] is True
     assert rec["hardware"] == {"gpu": "NVIDIA H200", "gpu_count": 8}
     assert (rec["commit"], rec["pr"], rec["repository"]) == ("abc1234", 150, "acme/engine")
-    assert rec["idempotency_key"].startswith("pw1-")
+    assert rec["idempotency_key"].startswith("pw1f-")  # from the file's bytes and the flags
     r = run("ingest", str(DATA / "engines" / "serve.json"), "--config", "tp")
     assert r.returncode == 2 and "expected KEY=VALUE" in r.stderr
 

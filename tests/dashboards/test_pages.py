@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from service.format import level_pct
 from tests.conftest import H200, h200_records
 
 
@@ -79,12 +80,13 @@ def test_experiment_page_names_its_interval_level(client):
     assert client.post("/api/v1/runs/batch", json={"runs": recs}).status_code == 201
     html = client.get("/experiments/plant1").text
     verdict = client.get("/api/v1/experiments/plant1").json()["verdict"]
-    looks = verdict.get("looks") or 1
+    looks = verdict["looks"]
     level = _text(re.search(r'<span id="level">.*?</span>', html).group(0)).strip()
+    want = level_pct(verdict["alpha"] / looks)  # the printed level follows alpha / looks
     if looks > 1:
-        assert level.startswith(f"alpha {verdict['alpha']:g}/{looks}")
+        assert level == f"{want} (alpha {verdict['alpha']:g}/{looks} looks)"
     else:
-        assert level == f"alpha {verdict['alpha']:g}"
+        assert level == want
     assert f"CI at {level}" in _text(html)
 
 

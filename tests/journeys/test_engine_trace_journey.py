@@ -13,7 +13,7 @@ from html import unescape
 
 import httpx
 
-from tests.conftest import DATA, H200
+from tests.conftest import DATA, H200, drain_jobs
 from tests.test_cli import run
 
 ENGINES = H200 / "engines"
@@ -28,7 +28,7 @@ def _trace_dir(tmp_path, name: str, capture: str):
 
 
 def test_vllm_user_attaches_engine_traces(live_server, tmp_path):
-    url, _ = live_server
+    url, app = live_server
     log = DATA / "engines" / "vllm_merged.log"
     common = ["--benchmark", "glm-serve", "--gpu", "NVIDIA H200", "--gpu-count", "1",
               "--no-detect", "--server", url]
@@ -38,6 +38,7 @@ def test_vllm_user_attaches_engine_traces(live_server, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "trace set: 1 file(s): dp0_pp0_tp0_dcp0_ep0_rank0" in r.stderr
     base = int(r.stdout.strip().splitlines()[-1])
+    drain_jobs(app)  # the server analyzes uploaded traces in a durable job
     run_a = httpx.get(f"{url}/api/v1/runs/{base}").json()
     s = run_a["trace_summary"]
     assert (s["step_source"], s["steps"], s["prefill_steps"]) == ("auto: vllm", 5, 1)
@@ -72,6 +73,7 @@ def test_vllm_user_attaches_engine_traces(live_server, tmp_path):
             "--trace", str(_trace_dir(tmp_path, "cand", "torch-unjoined-eager.json.gz")), *common)
     assert r.returncode == 0, r.stderr
     cand = int(r.stdout.strip().splitlines()[-1])
+    drain_jobs(app)
     cs = httpx.get(f"{url}/api/v1/runs/{cand}").json()["trace_summary"]
     assert cs["ordering"]["verdict"] == "hazard" and cs["ordering"]["unordered"] == 40
 

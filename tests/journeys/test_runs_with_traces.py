@@ -1,10 +1,14 @@
-"""Runs and their traces land together: a broken trace stores nothing, and a folder collected
+"""Runs and their traces land together: a broken trace stores nothing (a trace whose analysis
+fails after its 202 says `failed` beside its run), and a folder collected
 with a relative --workdir ingests from wherever it was moved."""
 from __future__ import annotations
 
 import gzip
 import json
 import shutil
+import time
+
+import httpx
 
 from tests.conftest import DATA
 
@@ -30,8 +34,6 @@ def test_a_broken_trace_stores_nothing(served_shared, tmp_path):
     cases = {
         "truncated": ("rank0.json.gz", good[: len(good) // 2]),  # refused before posting
         "not-a-trace": ("rank0.json", b"PK\x03\x04 a zip file"),
-        # a well-formed file that the server's analysis refuses: the run goes with it
-        "refused": ("rank0.json.gz", gzip.compress(json.dumps({"traceEvents": "none"}).encode())),
     }
     for case, (name, data) in cases.items():
         rec = record_with(tmp_path / case, name, data)
@@ -45,6 +47,20 @@ def test_a_broken_trace_stores_nothing(served_shared, tmp_path):
     rec.write_text(json.dumps([{**RECORD, "trace_files": ["traces/gone.json.gz"]}]))
     r = run([PERFWARDEN, "ingest", str(rec), "--server", served.url], cwd=tmp_path)
     assert r.returncode == 2 and "not found" in r.stderr and served.runs(benchmark="traced") == []
+    # a well-formed file whose analysis fails: the upload is accepted (202, the analysis is a
+    # durable job), and the trace then says `failed` with the reason, beside its run
+    rec = record_with(tmp_path / "refused", "rank0.json.gz",
+                      gzip.compress(json.dumps({"traceEvents": "none"}).encode()))
+    r = run([PERFWARDEN, "ingest", str(rec), "--server", served.url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (rid,) = map(int, r.stdout.split())
+    for _ in range(600):
+        (trace,) = served.get(f"/api/v1/runs/{rid}")["traces"]
+        if trace["state"] != "pending":
+            break
+        time.sleep(0.1)
+    assert trace["state"] == "failed" and trace["error"], trace
+    assert httpx.delete(f"{served.url}/api/v1/runs/{rid}").status_code == 200
     # the same record with its real trace lands with it
     rec = record_with(tmp_path / "good", "rank0.json.gz", good)
     r = run([PERFWARDEN, "ingest", str(rec), "--server", served.url], cwd=tmp_path)

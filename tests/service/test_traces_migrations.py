@@ -19,7 +19,7 @@ def test_migrations_up_and_down(db_url):
             "traces"} <= tables
     with eng.connect() as c:
         n = c.execute(text("SELECT count(*) FROM metric_registry WHERE builtin")).scalar()
-    assert n == 24  # 12 named metrics + the ttft/tpot/itl/e2el families
+    assert n == 25  # 13 named metrics (cpu_tok_s among them) + the ttft/tpot/itl/e2el families
     eng.dispose()
     migrate.downgrade(db_url, "base")
     assert migrate.current(db_url) is None
