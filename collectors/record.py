@@ -194,12 +194,6 @@ def post_records(server: str, records: list[dict], token: str | None = None,
     return [int(i) for i in json.loads(_send(server, req, "the runs", token, timeout))["ids"]]
 
 
-def post_record(server: str, record: dict, token: str | None = None, timeout: float = 60) -> int:
-    """POST one run record; returns the run id. Raises RuntimeError with the server's message."""
-    req = _json_request(server, "/api/v1/runs", record)
-    return int(json.loads(_send(server, req, "the run", token, timeout))["id"])
-
-
 def post_json(server: str, path: str, body: dict, token: str | None = None,
               timeout: float = 300) -> dict:
     """POST a JSON body to the server (the gate, ...); its JSON answer."""

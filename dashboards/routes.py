@@ -9,14 +9,13 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 import plotly
-from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.orm import Session
 
-from service.api.deps import db, require_read
+from service.api.deps import ReadAccess, SessionDep
 from service.errors import DomainError, Invalid
 from service.evidence import evidence, last_of_series
 from service.format import (
@@ -47,7 +46,7 @@ from . import figures
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-router = APIRouter(include_in_schema=False, dependencies=[Depends(require_read)])
+router = APIRouter(include_in_schema=False, dependencies=[ReadAccess])
 Opt = Annotated[str | None, Query(max_length=200)]
 
 
@@ -65,7 +64,7 @@ def _series_name(s: dict) -> str:
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, session: Session = Depends(db)):
+def index(request: Request, session: SessionDep):
     rows = overview.index_rows(session, request.app.state.settings.gate_alpha)
     return _page(request, "index.html", rows=rows, title="perfwarden")
 
@@ -75,7 +74,7 @@ PANELS = (("kv_capacity_tokens", "KV-cache capacity", "tokens"),
 
 
 @router.get("/benchmarks/{name}", response_class=HTMLResponse)
-def benchmark_page(request: Request, name: str, session: Session = Depends(db),
+def benchmark_page(request: Request, name: str, session: SessionDep,
                    series: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None, branch: Opt = None,
                    label: Opt = None, gpu: Opt = None, metric: Opt = "tok_s",
                    since: Opt = None, until: Opt = None, baseline: Opt = None, x: Opt = "time"):
@@ -127,7 +126,7 @@ def benchmark_page(request: Request, name: str, session: Session = Depends(db),
 
 
 @router.get("/alerts", response_class=HTMLResponse)
-def alerts_page(request: Request, session: Session = Depends(db), benchmark: Opt = None,
+def alerts_page(request: Request, session: SessionDep, benchmark: Opt = None,
                 state: Opt = None):
     res = alerts.list_alerts(session, benchmark or None, state or None, request.app.state.settings)
     names = [b.name for b in overview.benchmarks(session)]
@@ -152,7 +151,7 @@ def _parse_time(v: str | None, field: str) -> datetime | None:
 
 
 @router.get("/benchmarks/{name}/matrix", response_class=HTMLResponse)
-def matrix_page(request: Request, name: str, session: Session = Depends(db), label: Opt = None,
+def matrix_page(request: Request, name: str, session: SessionDep, label: Opt = None,
                 baseline: Opt = None):
     cells, base = history.matrix_cells(session, name, label, baseline)
     what = (f"label {label}: newest run per cell" + (f", colored by change vs baseline {base}"
@@ -176,13 +175,13 @@ def matrix_page(request: Request, name: str, session: Session = Depends(db), lab
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, benchmark: Annotated[str, Query(min_length=1, max_length=200)],
+def compare_page(*, request: Request, benchmark: Annotated[str, Query(min_length=1, max_length=200)],
                  baseline: Annotated[str, Query(min_length=1, max_length=200)],
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
                  vary: Annotated[str | None, Query(max_length=2000)] = None,
                  metrics: Annotated[str | None, Query(max_length=2000)] = None,
                  thresholds: Annotated[str | None, Query(max_length=2000)] = None,
-                 session: Session = Depends(db)):
+                 session: SessionDep):
     cmp = verdicts.compare(session, GateIn(benchmark=benchmark, baseline=baseline,
                                            run_ids=parse_run_ids(run_ids), vary=parse_vary(vary),
                                            metrics=parse_vary(metrics),
@@ -212,7 +211,7 @@ def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)
 def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_length=1, max_length=200)],
-                    session: Session = Depends(db)):
+                    session: SessionDep):
     exp = experiments.show(session, exp_id, request.app.state.settings.gate_alpha)
     fig = figures.experiment(exp["blocks"], f"{exp_id}: both arms over block order")
     order = " ".join("".join("A" if a == "baseline" else "B" for a in b["order"])
@@ -229,7 +228,7 @@ def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_lengt
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 - 1)],
-             session: Session = Depends(db), steps: Annotated[int, Query(ge=1, le=20)] = 3):
+             session: SessionDep, steps: Annotated[int, Query(ge=1, le=20)] = 3):
     v = runs.run_view(session, request.app.state.settings.data_dir, run_id, steps)
     run = v["run"]
     min_gap = (run.get("trace_summary") or {}).get("min_gap_us", 10.0)

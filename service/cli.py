@@ -186,7 +186,6 @@ def _api(server: str, method: str, path: str, **kw) -> dict:
     return body
 
 
-EXIT_BISECT_SKIP = 125  # `git bisect run`: this commit cannot be judged
 EXIT_BISECT_ABORT = 128  # `git bisect run`: stop the bisect (an error of ours, not the commit's)
 
 

@@ -100,11 +100,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return error_response(500, "internal_error", "internal error; see the server log", None,
                               request)
 
-    from .api.routes import alerts, baselines, benchmarks, gate, health, runs
+    from .api.routes import (
+        alerts,
+        attribution,
+        baselines,
+        benchmarks,
+        experiments,
+        gate,
+        health,
+        history,
+        runs,
+        traces,
+    )
 
     app.include_router(runs.router)
+    app.include_router(traces.router)
     app.include_router(baselines.router)
     app.include_router(gate.router)
+    app.include_router(experiments.router)
+    app.include_router(attribution.router)
+    app.include_router(history.router)
     app.include_router(benchmarks.router)
     app.include_router(alerts.router)
     app.include_router(health.router)

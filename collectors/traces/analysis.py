@@ -211,7 +211,7 @@ def _lane_figures(trace: Trace, proj: Projection, roles: Roles, step_sel: np.nda
     ndev = int(ops.device.max()) + 1 if len(ops) else 1
     group = proj.op_step * ndev + ops.device
     ga, sa, ea = iv.merge(group[is_aux], ops.start_ns[is_aux], ops.end_ns[is_aux])
-    gg, gap = iv.gaps(ga, sa, ea)
+    _, gap = iv.gaps(ga, sa, ea)
     out.update(_gap_stats(gap, opts.min_gap_us))
     out["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
     out["aux_busy_per_step_us"] = float((ea - sa).sum()) / nsteps / NS_PER_US

@@ -98,16 +98,6 @@ class Trace:
     range_name_counts: Counter = field(default_factory=Counter)
 
 
-def empty_ops() -> Ops:
-    z = np.zeros(0, dtype=np.int64)
-    return Ops(z, z, z, z, z, z, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int8))
-
-
-def empty_calls() -> Calls:
-    z = np.zeros(0, dtype=np.int64)
-    return Calls(z, z, z, z, z)
-
-
 def concat_traces(traces: list[Trace]) -> Trace:
     """Join the ranks of one run (one trace per file): devices, threads and processes stay apart."""
     if len(traces) == 1:
@@ -161,8 +151,3 @@ def _span(keys: np.ndarray, labels: dict[int, str]) -> int:
         top = max(top, max(labels) + 1)
     return top
 
-
-def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Small integer keys for arbitrary int64 values: (uniques, codes)."""
-    uniq, codes = np.unique(values, return_inverse=True)
-    return uniq, codes.astype(np.int64)

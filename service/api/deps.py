@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from ..config import Settings
@@ -129,3 +130,11 @@ async def strict_query(request: Request) -> None:
         known = ", ".join(sorted(allowed)) or "none"
         raise Invalid(f"{unknown[0]}: unknown query parameter (this endpoint takes: {known})",
                       unknown[0])
+
+
+# the route dependencies, declared once (routes write `session: SessionDep`,
+# `dependencies=[ReadAccess]`)
+SessionDep = Annotated[Session, Depends(db)]
+SettingsDep = Annotated[Settings, Depends(settings)]
+ReadAccess = Depends(require_read)
+WriteAccess = Depends(require_write)

@@ -340,7 +340,7 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
     `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
     runs of that branch (runs that name no branch count as the default branch's, as collectors
     without git metadata write them), never runs of a pull request, never experiment arms, never
-    bisect runs. `in_history` is the same rule for a run at hand. `commit` matches both ways
+    bisect runs. `commit` matches both ways
     (item 7): the shorter of the given and the stored commit is a prefix of the longer and has at
     least 7 characters."""
     if label:
@@ -369,12 +369,6 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
     if until is not None:
         q = q.where(Run.started_at <= until)
     return q
-
-
-def in_history(run: Run, history_branch: str) -> bool:
-    """The history rule of filter_runs() for one run already loaded."""
-    return (run.pr is None and run.branch in (None, history_branch)
-            and run.experiment_id is None and run.bisect_id is None)
 
 
 MIN_COMMIT = 7
@@ -500,15 +494,6 @@ def benchmark_overview(session: Session) -> list[tuple[Benchmark, int, datetime 
                            .group_by(Benchmark.id)).all()
     return sorted(((b, int(c), t) for b, c, t in rows),
                   key=lambda x: (x[2] is not None, x[2] or datetime.min), reverse=True)
-
-
-def latest_run_in_series(session: Session, bench_id: int, series_ids: set[int],
-                         history_branch: str | None = None) -> Run | None:
-    if not series_ids:
-        return None
-    q = select(Run).where(Run.benchmark_id == bench_id, Run.series_id.in_(series_ids))
-    q = filter_runs(q, history_branch=history_branch)
-    return session.scalars(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(1)).first()
 
 
 def fingerprint(session: Session, bench_id: int) -> tuple[int, int]:

@@ -83,23 +83,6 @@ def _evaluate_series(session: Session, bench: Benchmark, branch: str, metric: st
     return out
 
 
-def evaluate_runs(session: Session, run_ids: list[int]) -> list[int]:
-    """After an ingest: evaluate the series of the new runs that belong to their benchmark's
-    default-branch history, for the metrics those runs carry."""
-    rows = runs_repo.runs_by_id(session, run_ids)
-    by_bench: dict[str, set[int]] = {}
-    for r in rows.values():
-        if runs_repo.in_history(r, history.default_branch(r.benchmark)):
-            by_bench.setdefault(r.benchmark.name, set()).add(r.series_id)
-    if not by_bench:
-        return []
-    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, list(rows)))
-    new: list[int] = []
-    for name, series in by_bench.items():
-        new += evaluate(session, name, series, metrics)
-    return new
-
-
 def evaluate_benchmark(session: Session, bench_name: str, run_ids: list[int]) -> list[int]:
     """The durable job's evaluation (service/jobs): every default-branch series of the benchmark
     (one job stands for a burst of ingests), for the metrics `run_ids` carry (all defaults when

@@ -27,7 +27,7 @@ from collectors.env import BISECT_COMMIT_ENV, BISECT_ENV
 
 Api = Callable[..., dict]
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128  # `git bisect run` exit codes
-FOUND, UNDECIDED, ERROR = 0, 3, 2  # `perfwarden bisect` exit codes
+FOUND, UNDECIDED = 0, 3  # `perfwarden bisect` exit codes (2: an error)
 FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.M)
 ONLY_SKIPPED = "only 'skip'ped commits left"
 

@@ -36,13 +36,6 @@ def default_branch(bench: Benchmark) -> str:
     return bench.default_branch or DEFAULT_BRANCH
 
 
-def set_default_branch(session: Session, name: str, branch: str) -> Benchmark:
-    bench = get_benchmark(session, name)
-    bench.default_branch = branch
-    session.flush()
-    return bench
-
-
 def patch_benchmark(session: Session, name: str, default_branch: str | None,
                     bisect_command: str | None) -> Benchmark:
     """`PATCH /api/v1/benchmarks/{name}`: its default branch and the command its alerts'
@@ -90,10 +83,6 @@ def recent_means(session: Session, bench: Benchmark, series_id: int, metric: str
                                    limit=limit + len(exclude))
             for r in s["runs"] if r["id"] not in exclude]
     return [float(r["mean"]) for r in runs[-limit:]]
-
-
-def series_history(session: Session, bench_name: str, metric: str, **filters) -> list[dict[str, Any]]:
-    return series_runs(session, get_benchmark(session, bench_name), metric, **filters)
 
 
 def changepoints(session: Session, bench_name: str, metric: str,

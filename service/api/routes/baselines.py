@@ -3,48 +3,52 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.orm import Session
 
 from ...schemas import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from ...usecases import baselines
-from ..deps import ERRORS, db, require_read, require_write
+from ..deps import (
+    ERRORS,
+    ReadAccess,
+    SessionDep,
+    WriteAccess,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["baselines"])
 Name = Annotated[str, Path(min_length=1, max_length=200)]
 
 
 @router.post("/baselines", status_code=201, response_model=BaselineOut,
-             dependencies=[Depends(require_write)], responses=ERRORS)
-def create_baseline(body: BaselineIn, session: Session = Depends(db)):
+             dependencies=[WriteAccess], responses=ERRORS)
+def create_baseline(body: BaselineIn, session: SessionDep):
     return JSONResponse(baselines.create(session, body.name, body.benchmark, body.run_ids),
                         status_code=201)
 
 
 @router.put("/baselines/{benchmark}/{name}", response_model=BaselineOut,
-            dependencies=[Depends(require_write)], responses=ERRORS)
-def move_baseline(benchmark: Name, name: Name, body: BaselineMove, session: Session = Depends(db)):
+            dependencies=[WriteAccess], responses=ERRORS)
+def move_baseline(benchmark: Name, name: Name, body: BaselineMove, session: SessionDep):
     """Point the baseline at another run set; the old one stays in its history."""
     return baselines.move(session, benchmark, name, body.run_ids)
 
 
 @router.get("/baselines/{benchmark}/{name}", response_model=BaselineOut,
-            dependencies=[Depends(require_read)], responses=ERRORS)
-def get_baseline(benchmark: Name, name: Name, session: Session = Depends(db)):
+            dependencies=[ReadAccess], responses=ERRORS)
+def get_baseline(benchmark: Name, name: Name, session: SessionDep):
     return baselines.show(session, benchmark, name)
 
 
 @router.delete("/baselines/{benchmark}/{name}", status_code=204,
-               dependencies=[Depends(require_write)], responses=ERRORS)
-def delete_baseline(benchmark: Name, name: Name, session: Session = Depends(db)):
+               dependencies=[WriteAccess], responses=ERRORS)
+def delete_baseline(benchmark: Name, name: Name, session: SessionDep):
     baselines.delete(session, benchmark, name)
     return Response(status_code=204)
 
 
-@router.get("/baselines", response_model=BaselineList, dependencies=[Depends(require_read)],
+@router.get("/baselines", response_model=BaselineList, dependencies=[ReadAccess],
             responses=ERRORS)
-def list_baselines(session: Session = Depends(db),
+def list_baselines(session: SessionDep,
                    benchmark: Annotated[str | None, Query(max_length=200)] = None):
     rows = baselines.list_all(session, benchmark)
     return {"data": rows, "count": len(rows)}

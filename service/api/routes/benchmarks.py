@@ -3,27 +3,31 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, Path
 
 from ...schemas import BenchmarkList, BenchmarkPatch, BenchmarkSummary
 from ...usecases import history, overview
-from ..deps import ERRORS, db, require_read, require_write
+from ..deps import (
+    ERRORS,
+    ReadAccess,
+    SessionDep,
+    WriteAccess,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["benchmarks"])
 Name = Annotated[str, Path(min_length=1, max_length=200)]
 
 
-@router.get("/benchmarks", response_model=BenchmarkList, dependencies=[Depends(require_read)],
+@router.get("/benchmarks", response_model=BenchmarkList, dependencies=[ReadAccess],
             responses=ERRORS)
-def benchmarks(session: Session = Depends(db)):
+def benchmarks(session: SessionDep):
     rows = overview.benchmarks(session)
     return {"data": rows, "count": len(rows)}
 
 
 @router.patch("/benchmarks/{name}", response_model=BenchmarkSummary,
-              dependencies=[Depends(require_write)], responses=ERRORS)
-def patch_benchmark(name: Name, body: BenchmarkPatch, session: Session = Depends(db)):
+              dependencies=[WriteAccess], responses=ERRORS)
+def patch_benchmark(name: Name, body: BenchmarkPatch, session: SessionDep):
     """Set the branch whose runs make the benchmark's history (default `main`) and the command
     its alerts' `perfwarden bisect` line runs (`bisect_command`)."""
     history.patch_benchmark(session, name, body.default_branch, body.bisect_command)

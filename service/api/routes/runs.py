@@ -1,22 +1,26 @@
-"""Runs and their traces."""
+"""Runs: POST /api/v1/runs (and /batch), GET, DELETE."""
 from __future__ import annotations
 
 import logging
 from datetime import datetime
 from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.orm import Session
 
-from ... import tracestore
 from ...errors import Invalid, from_validation
 from ...jobs import tasks
-from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut, TraceOut
-from ...usecases import ingest, runs, traces
-from ..deps import ERRORS, db, read_capped, require_read, require_write
+from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut
+from ...usecases import ingest, runs
+from ..deps import (
+    ERRORS,
+    ReadAccess,
+    SessionDep,
+    WriteAccess,
+    read_capped,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 log = logging.getLogger("perfwarden.ingest")
@@ -40,7 +44,7 @@ def _parse(model: type[M], body: bytes) -> M:
 
 @router.post("/runs", status_code=201, response_model=RunCreated, responses={
     200: {"model": RunCreated, "description": "same idempotency key and body: the first run"},
-    **ERRORS}, dependencies=[Depends(require_write)],
+    **ERRORS}, dependencies=[WriteAccess],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
 async def create_run(request: Request):
@@ -54,7 +58,7 @@ async def create_run(request: Request):
 
 
 @router.post("/runs/batch", status_code=201, response_model=RunBatchCreated,
-             responses=ERRORS, dependencies=[Depends(require_write)],
+             responses=ERRORS, dependencies=[WriteAccess],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
 async def create_runs(request: Request):
@@ -87,8 +91,8 @@ def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> Non
         log.exception("queueing the jobs after an ingest failed")
 
 
-@router.get("/runs", response_model=RunList, dependencies=[Depends(require_read)], responses=ERRORS)
-def list_runs(session: Session = Depends(db), benchmark: Str200 = None, label: Str200 = None,
+@router.get("/runs", response_model=RunList, dependencies=[ReadAccess], responses=ERRORS)
+def list_runs(session: SessionDep, benchmark: Str200 = None, label: Str200 = None,
               branch: Str200 = None, commit: Str200 = None, gpu: Str200 = None,
               repository: Str200 = None, pr: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
               since: datetime | None = None, until: datetime | None = None,
@@ -101,55 +105,14 @@ def list_runs(session: Session = Depends(db), benchmark: Str200 = None, label: S
                      bisect=bisect)
 
 
-@router.get("/runs/{run_id}", response_model=RunOut, dependencies=[Depends(require_read)],
+@router.get("/runs/{run_id}", response_model=RunOut, dependencies=[ReadAccess],
             responses=ERRORS)
-def get_run(run_id: Id, session: Session = Depends(db)):
+def get_run(run_id: Id, session: SessionDep):
     return runs.get(session, run_id)
 
 
-@router.delete("/runs/{run_id}", dependencies=[Depends(require_write)], responses=ERRORS)
+@router.delete("/runs/{run_id}", dependencies=[WriteAccess], responses=ERRORS)
 def delete_run(run_id: Id, request: Request, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
     return runs.delete(request.app.state.sessions, request.app.state.settings.data_dir, run_id,
                        force)
-
-
-@router.post("/runs/{run_id}/traces", status_code=202, response_model=TraceOut,
-             dependencies=[Depends(require_write)], responses={
-                 200: {"model": TraceOut, "description": "the same file again: the first upload"},
-                 **ERRORS},
-             openapi_extra={"requestBody": {"required": True, "content": {
-                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
-async def upload_trace(run_id: Id, request: Request,
-                       filename: Annotated[str | None, Query(max_length=1000)] = None,
-                       set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
-    """Stream a trace file to content-addressed storage and attach it: `202` with `state`
-    `pending`; a worker analyzes it (a durable job) and the trace becomes `done` (its summary)
-    or `failed` (`error`). What is not a trace at all (size, magic bytes) is refused here.
-    `set_size`: the number of files in the run's trace set (its ranks); once that many are
-    analyzed, the run's summary covers them together. The same file again is the first
-    upload (200)."""
-    s = request.app.state.settings
-    name = tracestore.check_filename(filename)
-    await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
-    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes)
-    out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
-                                           run_id, tmp, name, sha, size, set_size)
-    if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
-        await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
-    return JSONResponse(out, status_code=202 if created else 200)
-
-
-@router.get("/traces/{trace_id}", dependencies=[Depends(require_read)], responses={
-    200: {"content": {"application/octet-stream": {}}}, **ERRORS})
-def download_trace(trace_id: Id, request: Request, session: Session = Depends(db)):
-    path, filename = traces.download_path(session, request.app.state.settings.data_dir, trace_id)
-    return FileResponse(path, filename=filename, media_type="application/octet-stream")
-
-
-@router.get("/traces/{trace_id}/timeline", dependencies=[Depends(require_read)], responses=ERRORS)
-async def trace_timeline(trace_id: Id, request: Request,
-                         steps: Annotated[int, Query(ge=1, le=50)] = 3):
-    """Per-stream op intervals of a few decode steps (us from the first step's start)."""
-    return await run_in_threadpool(traces.timeline, request.app.state.sessions,
-                                   request.app.state.settings.data_dir, trace_id, steps)

@@ -1,0 +1,58 @@
+"""Traces of a run: upload (202, analyzed by a durable job), download, timeline."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, JSONResponse
+
+from ... import tracestore
+from ...jobs import tasks
+from ...schemas import TraceOut
+from ...usecases import traces
+from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep, WriteAccess
+
+router = APIRouter(prefix="/api/v1", tags=["traces"])
+Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+@router.post("/runs/{run_id}/traces", status_code=202, response_model=TraceOut,
+             dependencies=[WriteAccess], responses={
+                 200: {"model": TraceOut, "description": "the same file again: the first upload"},
+                 **ERRORS},
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
+async def upload_trace(run_id: Id, request: Request,
+                       filename: Annotated[str | None, Query(max_length=1000)] = None,
+                       set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
+    """Stream a trace file to content-addressed storage and attach it: `202` with `state`
+    `pending`; a worker analyzes it (a durable job) and the trace becomes `done` (its summary)
+    or `failed` (`error`). What is not a trace at all (size, magic bytes) is refused here.
+    `set_size`: the number of files in the run's trace set (its ranks); once that many are
+    analyzed, the run's summary covers them together. The same file again is the first
+    upload (200)."""
+    s = request.app.state.settings
+    name = tracestore.check_filename(filename)
+    await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
+    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes)
+    out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
+                                           run_id, tmp, name, sha, size, set_size)
+    if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
+        await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
+    return JSONResponse(out, status_code=202 if created else 200)
+
+
+@router.get("/traces/{trace_id}", dependencies=[ReadAccess], responses={
+    200: {"content": {"application/octet-stream": {}}}, **ERRORS})
+def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
+    path, filename = traces.download_path(session, settings.data_dir, trace_id)
+    return FileResponse(path, filename=filename, media_type="application/octet-stream")
+
+
+@router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=ERRORS)
+async def trace_timeline(trace_id: Id, request: Request,
+                         steps: Annotated[int, Query(ge=1, le=50)] = 3):
+    """Per-stream op intervals of a few decode steps (us from the first step's start)."""
+    return await run_in_threadpool(traces.timeline, request.app.state.sessions,
+                                   request.app.state.settings.data_dir, trace_id, steps)
