@@ -240,7 +240,7 @@ def test_trace_set_folder_moves_and_ingests_once(live_server, tmp_path):
     assert r.returncode == 0, r.stderr
     rec = json.loads(out.read_text())[0]
     assert rec["trace_files"] == ["traces/trace_M1_rank0.json.gz", "traces/trace_M1_rank1.json.gz"]
-    assert rec["idempotency_key"].startswith("pw1f-")  # from the file's bytes and the flags
+    assert rec["idempotency_key"].startswith("pw1-")  # a collector record: from its content
     moved = tmp_path / "elsewhere"
     shutil.move(str(out.parent), moved)
     r = run("ingest", str(moved / "run.json"), "--server", url)
