@@ -8,6 +8,11 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+# The unit-of-work types the use cases are handed. Only repositories, migrations and this
+# composition root import SQLAlchemy (tests/test_layering.py); use cases name these instead.
+SessionFactory = sessionmaker[Session]
+__all__ = ["Session", "SessionFactory", "make_engine", "session_factory", "transaction"]
+
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
@@ -25,12 +30,12 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def session_factory(engine: Engine) -> sessionmaker[Session]:
+def session_factory(engine: Engine) -> SessionFactory:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
 @contextmanager
-def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+def transaction(factory: SessionFactory) -> Iterator[Session]:
     """One unit of work: commit on success, roll back on any error (nothing half-stored)."""
     session = factory()
     try:

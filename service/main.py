@@ -56,24 +56,8 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
                                    "field": field}}, status_code=status)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings()
-    from fastapi import Depends
-
-    from .api.deps import strict_query
-
-    app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
-                  docs_url=None, redoc_url=None, lifespan=_lifespan,
-                  description="Profiler-guided performance regression checks for LLM inference "
-                              "engines (spec/api.md).")
-    app.state.settings = settings
-    app.state.engine = make_engine(settings.database_url)
-    app.state.sessions = session_factory(app.state.engine)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    from .jobs import open_queue
-
-    app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
-
+def _error_handlers(app: FastAPI) -> None:
+    """The one place domain, validation, HTTP and database errors become the one error shape."""
     @app.exception_handler(DomainError)
     async def _domain_error(request: Request, e: DomainError):
         return error_response(status_of(e), e.code, e.message, e.field, request)
@@ -100,6 +84,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return error_response(500, "internal_error", "internal error; see the server log", None,
                               request)
 
+
+def _routers(app: FastAPI) -> None:
+    """One router per resource (service/api/routes/)."""
     from .api.routes import (
         alerts,
         attribution,
@@ -124,6 +111,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(alerts.router)
     app.include_router(health.router)
 
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    from fastapi import Depends
+
+    from .api.deps import strict_query
+
+    app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
+                  docs_url=None, redoc_url=None, lifespan=_lifespan,
+                  description="Profiler-guided performance regression checks for LLM inference "
+                              "engines (spec/api.md).")
+    app.state.settings = settings
+    app.state.engine = make_engine(settings.database_url)
+    app.state.sessions = session_factory(app.state.engine)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    from .jobs import open_queue
+
+    app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
+
+    _error_handlers(app)
+    _routers(app)
     _offline_docs(app)
     from dashboards.routes import mount
 

@@ -118,3 +118,28 @@ def test_use_cases_import_no_cycle_and_comparisons_is_the_one_matcher():
     builders = [n for n, p in _modules().items()
                 if "Comparison(" in p.read_text() and not n.startswith("service.stats")]
     assert builders == ["service.usecases.comparisons"]
+
+
+# Only repositories, migrations and the composition root touch SQLAlchemy and the ORM models
+# (DESIGN.md "Who may import whom"). The composition root: the app factory, the engine and
+# sessions, the migration runner, the request dependencies, and the job queue backends (they
+# hold the queue's own tables and connections).
+COMPOSITION_ROOT = ("service/main.py", "service/db.py", "service/migrate.py", "service/api/deps.py",
+                    "service/jobs/")
+
+
+def test_only_repositories_touch_sqlalchemy_and_the_models():
+    bad = [o for folder in ("service", "dashboards") for o in
+           offenders(folder, ("sqlalchemy", "service.models"))
+           if not o.startswith(("service/repositories/", "service/models/") + COMPOSITION_ROOT)]
+    assert bad == []
+
+
+def test_use_cases_build_no_queries():
+    """A use case hands its session to repositories; it never queries or adds rows itself."""
+    words = ("select(", "session.execute(", "session.scalar", "session.query(", "session.get(",
+             "session.add(", "session.delete(")
+    bad = [f"{p.relative_to(ROOT)}: {w}" for folder in ("service/usecases", "service/bot",
+                                                          "dashboards")
+           for p in files(folder) for w in words if w in p.read_text()]
+    assert bad == []

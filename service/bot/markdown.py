@@ -66,10 +66,27 @@ def headline(cmp: GateOut) -> str:
 
 def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
            query: dict[str, str] | None = None) -> str:
-    b, base = cmp.benchmark, cmp.baseline
-    level = level_pct(cmp.alpha / cmp.looks)
-    lines = [marker(b, base),
-             f"## {headline(cmp)}", ""]
+    lines = [marker(cmp.benchmark, cmp.baseline), f"## {headline(cmp)}", ""]
+    lines += _preamble(cmp)
+    lines += verdict_table(cmp)
+    lines += _evidence(cmp)
+    lines += _batch_matrix(cmp)
+    lines += kernel_table(cmp)
+    lines += _trace_links(cmp, dashboard_url or server_url)  # the dashboard serves the traces too
+    lines.append("")
+    lines += reasons(cmp)
+    lines += ["", _compared(cmp)]
+    url = compare_url(cmp, dashboard_url, query)
+    if url:
+        what = "experiment" if cmp.baseline.startswith("experiment:") else "comparison"
+        lines.append(f"[Open the {what} in the dashboard]({url})")
+    return "\n".join(lines) + "\n"
+
+
+def _preamble(cmp: CompareOut) -> list[str]:
+    """What was compared how (an experiment's blocks, keys varied on purpose) and the
+    regressions, above the table."""
+    lines: list[str] = []
     if cmp.baseline.startswith("experiment:"):
         lines += [f"Interleaved experiment `{cmp.baseline.split(':', 1)[1]}`: baseline and "
                   "candidate ran alternately on one host (ABBA BAAB ...); each change is the mean "
@@ -82,7 +99,12 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
         lines.append("**Regressions:** " + "; ".join(
             f"`{m.name}` {pct(m.delta_pct, NA)}{_which(cmp, m)}" for m in regress))
         lines.append("")
-    lines += verdict_table(cmp)
+    return lines
+
+
+def _evidence(cmp: CompareOut) -> list[str]:
+    """KV-cache capacity, the routed experts' ordering check and determinism, one line each."""
+    lines = []
     kv = [m for m in cmp.metrics if m.name == "kv_capacity_tokens"]
     if kv:
         lines.append("**KV-cache capacity:** " + "; ".join(
@@ -97,44 +119,50 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
     if dets:
         lines.append("**Determinism:** " + ", ".join(
             f"run {i}: {d['identical']}/{d['repeats']} bitwise identical" for i, d in dets))
+    return lines
+
+
+def _batch_matrix(cmp: CompareOut) -> list[str]:
+    """tok/s per batch size, where the comparison holds more than one."""
     tok = sorted((m for m in cmp.metrics if m.name == "tok_s"
                   and m.series.get("batch_size") is not None),
                  key=lambda m: m.series.get("batch_size") or 0)
-    if len({m.series.get("batch_size") for m in tok}) > 1:
-        lines += ["", "**Batch-size matrix (tok/s):**", "",
-                  "| M | baseline mean | candidate mean | change | verdict |",
-                  "|---:|---:|---:|---:|---|"]
-        for m in tok:
-            lines.append(f"| {m.series.get('batch_size')} | {num(m.baseline.mean, missing=NA)} | "
-                         f"{num(m.candidate.mean, missing=NA)} | {pct(m.delta_pct, NA)} | "
-                         f"{ICON.get(m.verdict, '')} {m.verdict} |")
-    lines += kernel_table(cmp)
-    base_url = dashboard_url or server_url  # the dashboard serves the trace files too
-    if base_url and cmp.traces:
-        sides = [("baseline", r) for r in cmp.baseline_runs] + \
-                [("candidate", r) for r in cmp.candidate_runs]
-        links = [f"[{side} run {r.id}{trace_rank(t.filename)}]({base_url.rstrip('/')}"
-                 f"/api/v1/traces/{t.id})" for side, r in sides for t in cmp.traces.get(r.id, [])]
-        if links:
-            lines += ["", "**Traces:** " + ", ".join(links[:12])]
-    lines.append("")
-    lines += reasons(cmp)
+    if len({m.series.get("batch_size") for m in tok}) <= 1:
+        return []
+    lines = ["", "**Batch-size matrix (tok/s):**", "",
+             "| M | baseline mean | candidate mean | change | verdict |",
+             "|---:|---:|---:|---:|---|"]
+    for m in tok:
+        lines.append(f"| {m.series.get('batch_size')} | {num(m.baseline.mean, missing=NA)} | "
+                     f"{num(m.candidate.mean, missing=NA)} | {pct(m.delta_pct, NA)} | "
+                     f"{ICON.get(m.verdict, '')} {m.verdict} |")
+    return lines
+
+
+def _trace_links(cmp: CompareOut, base_url: str | None) -> list[str]:
+    if not base_url or not cmp.traces:
+        return []
+    sides = [("baseline", r) for r in cmp.baseline_runs] + \
+            [("candidate", r) for r in cmp.candidate_runs]
+    links = [f"[{side} run {r.id}{trace_rank(t.filename)}]({base_url.rstrip('/')}"
+             f"/api/v1/traces/{t.id})" for side, r in sides for t in cmp.traces.get(r.id, [])]
+    return ["", "**Traces:** " + ", ".join(links[:12])] if links else []
+
+
+def _compared(cmp: CompareOut) -> str:
+    """The closing line: which runs, on what hardware, at which level."""
     c = cmp.candidate_runs[0] if cmp.candidate_runs else None
     hw = c.hardware if c else {}
     commit = f" (commit `{c.commit}`)" if c and c.commit else ""
     device = hardware(hw.get("gpu"), hw.get("gpu_count"))
-    lines += ["", f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
-                  f"{commit} against baseline `{base}` "
-                  f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; "
-                  f"{f'hardware {device}; ' if device else ''}{cmp.correction}, "
-                  f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
-                  f". `pass` means the one-sided {level} bound rules out a regression of the "
-                  "threshold's size; metrics marked (evidence) explain and never decide."]
-    url = compare_url(cmp, dashboard_url, query)
-    if url:
-        what = "experiment" if cmp.baseline.startswith("experiment:") else "comparison"
-        lines.append(f"[Open the {what} in the dashboard]({url})")
-    return "\n".join(lines) + "\n"
+    level = level_pct(cmp.alpha / cmp.looks)
+    return (f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
+            f"{commit} against baseline `{cmp.baseline}` "
+            f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; "
+            f"{f'hardware {device}; ' if device else ''}{cmp.correction}, "
+            f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
+            f". `pass` means the one-sided {level} bound rules out a regression of the "
+            "threshold's size; metrics marked (evidence) explain and never decide.")
 
 
 def kernel_table(cmp: GateOut) -> list[str]:

@@ -58,3 +58,12 @@ def counts(session: Session) -> dict[str, int]:
 
 def get(session: Session, job_id: int) -> Job | None:
     return session.get(Job, job_id)
+
+
+def superseded(session: Session, job: Job) -> bool:
+    """Whether a newer waiting job of the same coalesce key does this job's work."""
+    if job.coalesce_key is None:
+        return False
+    return session.scalar(select(Job.id).where(
+        Job.coalesce_key == job.coalesce_key, Job.state == "todo",
+        Job.id != job.id)) is not None

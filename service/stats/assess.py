@@ -146,6 +146,30 @@ def no_spread_note(k: int, history_runs: int) -> str:
            f"{'s' if more != 1 else ''}"
 
 
+def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale: str
+            ) -> tuple[str, int, float, float, float, float, str] | None:
+    """Where the run-to-run spread comes from (spec/metrics.md v1.2 item 2): the baseline's
+    runs (>= MIN_BASELINE_RUNS), else the series' history (>= MIN_HISTORY run means), else
+    nowhere (None). Returns (from, runs, sd_base, sd_cand, se, df, method)."""
+    k, m = yb.size, yc.size
+    if k >= MIN_BASELINE_RUNS:
+        sd_b = max(float(yb.std(ddof=1)), floor)
+        if m == 1:
+            return ("baseline", k, sd_b, sd_b, sd_b * math.sqrt(1 + 1 / k), float(k - 1),
+                    f"prediction interval from {k} baseline runs (t on {scale}, {k - 1} df)")
+        sd_c = max(float(yc.std(ddof=1)), floor)
+        vb, vc = sd_b ** 2 / k, sd_c ** 2 / m
+        return ("baseline", k, sd_b, sd_c, math.sqrt(vb + vc), _welch_df(vb, vc, k, m),
+                f"Welch t-test on {scale} ({k} vs {m} runs)")
+    if yh.size >= MIN_HISTORY:
+        sd = max(float(yh.std(ddof=1)), floor)
+        return ("history", int(yh.size), sd, sd, sd * math.sqrt(1 / k + 1 / m),
+                float(yh.size - 1),
+                f"t on {scale} ({k} vs {m} runs), run-to-run spread from {yh.size} runs of "
+                f"the series' history ({yh.size - 1} df)")
+    return None
+
+
 def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], direction: str,
            exact: bool = False, alpha: float = 0.05, history: Sequence[float] = ()
            ) -> Assessment:
@@ -176,31 +200,12 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
     yb, yc = _to_scale(bmeans, center, log), _to_scale(cmeans, center, log)
     floor = _within_floor(list(base) + list(cand), center, log)
     scale = "log run means" if log else "run means"
-    if k >= MIN_BASELINE_RUNS:
-        spread_from, spread_runs = "baseline", k
-        sd_b = max(float(yb.std(ddof=1)), floor)
-        if m == 1:
-            sd_c = sd_b
-            se = sd_b * math.sqrt(1 + 1 / k)
-            df = float(k - 1)
-            method = f"prediction interval from {k} baseline runs (t on {scale}, {k - 1} df)"
-        else:
-            sd_c = max(float(yc.std(ddof=1)), floor)
-            vb, vc = sd_b ** 2 / k, sd_c ** 2 / m
-            se = math.sqrt(vb + vc)
-            df = _welch_df(vb, vc, k, m)
-            method = f"Welch t-test on {scale} ({k} vs {m} runs)"
-    elif hist.size >= MIN_HISTORY:
-        spread_from, spread_runs = "history", int(hist.size)
-        sd_b = sd_c = max(float(_to_scale(hist, center, log).std(ddof=1)), floor)
-        se = sd_b * math.sqrt(1 / k + 1 / m)
-        df = float(hist.size - 1)
-        method = (f"t on {scale} ({k} vs {m} runs), run-to-run spread from {hist.size} runs of "
-                  f"the series' history ({hist.size - 1} df)")
-    else:
+    sp = _spread(yb, yc, _to_scale(hist, center, log), floor, scale)
+    if sp is None:
         return Assessment(b, c, delta, None, None, None, None, "none", higher,
                           no_spread_note(k, int(hist.size)), k_runs=k, m_runs=m,
                           runs_known=False)
+    spread_from, spread_runs, sd_b, sd_c, se, df, method = sp
     d = float(yc.mean() - yb.mean())
     if se == 0:
         p = 0.0 if d != 0 else 1.0

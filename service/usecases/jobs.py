@@ -6,11 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..db import transaction
-from ..models import Job
 from ..repositories import jobs as repo
 
 
@@ -58,9 +56,7 @@ def retry(sessions: sessionmaker[Session], job_id: int, worker: str, delay_s: fl
     supersedes (it does the same work) is done instead."""
     with transaction(sessions) as session:
         job = repo.get(session, job_id)
-        if job is not None and job.coalesce_key is not None and session.scalar(
-                select(Job.id).where(Job.coalesce_key == job.coalesce_key, Job.state == "todo",
-                                     Job.id != job_id)) is not None:
+        if job is not None and repo.superseded(session, job):
             repo.finish(session, job_id, worker, "done", now(), f"superseded; {error}"[:1000])
             return
         repo.retry_at(session, job_id, worker, now() + timedelta(seconds=delay_s), error[:1000])

@@ -1,0 +1,33 @@
+"""PR comments the bot keeps up to date, and the runs a comment covers."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..models import PrComment, Run
+
+
+def pr_context(session: Session, run_id: int) -> tuple[str, str, int, list[int]] | None:
+    """(benchmark, repository, pr, the ids of that PR's runs at the run's commit) of a run that
+    carries a repository and a PR; None otherwise."""
+    run = session.get(Run, run_id)
+    if run is None or not run.repository or not run.pr:
+        return None
+    ids = [r for (r,) in session.execute(select(Run.id).where(
+        Run.repository == run.repository, Run.pr == run.pr,
+        Run.benchmark_id == run.benchmark_id, Run.commit == run.commit))]
+    return run.benchmark.name, run.repository, run.pr, ids
+
+
+def save_comment(session: Session, repository: str, pr: int, benchmark: str, baseline: str,
+                 comment_id: int, verdict: str, now: datetime) -> None:
+    row = session.scalars(select(PrComment).filter_by(
+        repository=repository, pr=pr, benchmark=benchmark, baseline=baseline)).first()
+    if row is None:
+        session.add(PrComment(repository=repository, pr=pr, benchmark=benchmark,
+                              baseline=baseline, comment_id=comment_id, verdict=verdict,
+                              updated_at=now))
+    else:
+        row.comment_id, row.verdict, row.updated_at = comment_id, verdict, now
