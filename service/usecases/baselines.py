@@ -5,8 +5,7 @@ A reference (spec/api.md v1.1) is a baseline *name* and nothing else, unless it 
 unknown name is NotFound, never a silent fall-back to a label."""
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..errors import Invalid, NotFound
 from ..repositories import baselines as repo
 from ..repositories import runs as runs_repo

@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, lookup, role_of
 
+from ..db import Session
 from ..errors import Invalid, NotFound
 from ..models import Series
 from ..repositories import runs as runs_repo

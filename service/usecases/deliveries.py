@@ -16,10 +16,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 import httpx
-from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from ..db import transaction
+from ..db import SessionFactory, transaction
 from ..repositories import alerts as repo
 from . import alerts
 
@@ -35,7 +34,7 @@ def delivery_id(alert_id: int) -> str:
     return f"alert-{alert_id}-webhook"
 
 
-def due(sessions: sessionmaker[Session], settings: Settings,
+def due(sessions: SessionFactory, settings: Settings,
         ids: list[int] | None = None) -> list[tuple[str, int]]:
     """(kind, alert id) of what has not gone out yet for the open alerts (or those of `ids`)."""
     if not settings.alert_webhook and not settings.alert_github_repo:
@@ -53,14 +52,14 @@ def due(sessions: sessionmaker[Session], settings: Settings,
     return out
 
 
-def _out(sessions: sessionmaker[Session], settings: Settings, alert_id: int
+def _out(sessions: SessionFactory, settings: Settings, alert_id: int
          ) -> dict[str, Any] | None:
     with transaction(sessions) as session:
         a = repo.get(session, alert_id)
         return alerts.to_out(session, [a], settings)[0] if a is not None else None
 
 
-def webhook(sessions: sessionmaker[Session], settings: Settings, alert_id: int,
+def webhook(sessions: SessionFactory, settings: Settings, alert_id: int,
             pause: Callable[[str], None] = lambda _: None) -> None:
     """POST the alert to the webhook once; the outcome is kept on the alert."""
     out = _out(sessions, settings, alert_id)
@@ -92,7 +91,7 @@ def webhook(sessions: sessionmaker[Session], settings: Settings, alert_id: int,
             raise Transient(err)
 
 
-def github_issue(sessions: sessionmaker[Session], settings: Settings, alert_id: int) -> None:
+def github_issue(sessions: SessionFactory, settings: Settings, alert_id: int) -> None:
     """Open the alert's GitHub issue (or find it again by its marker) and keep its number."""
     out = _out(sessions, settings, alert_id)
     if out is None or out["github_issue"] is not None or not settings.alert_github_repo:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..format import series_short
 from ..repositories import runs as runs_repo
 from ..schemas import GateIn

@@ -5,10 +5,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
 from .. import tracestore
-from ..db import transaction
+from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
 from ..repositories import runs as runs_repo
@@ -49,7 +47,7 @@ def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[
             "series_name": series_short(ser.config, ser.gpu, ser.gpu_count)}
 
 
-def delete(sessions: sessionmaker[Session], data_dir: Path, run_id: int, force: bool = False
+def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = False
            ) -> dict[str, Any]:
     """Remove a run with its samples and traces. A run a baseline holds is a Conflict unless
     forced (then it leaves those baselines). Trace files go once no trace row names them."""

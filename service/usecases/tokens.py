@@ -1,8 +1,7 @@
 """API tokens: create (shown once), revoke, list, and the checks the auth rules need."""
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..models import ApiToken
 from ..repositories import tokens as repo
 

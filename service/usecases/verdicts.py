@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from collectors.traces.diff import diff_summaries
 
+from ..db import Session
 from ..models import Run
 from ..repositories import runs as runs_repo
 from ..schemas import (
