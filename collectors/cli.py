@@ -396,7 +396,7 @@ def cmd_collect_command(args) -> int:
     for i in range(args.repeat):
         run_cmd = list(cmd)
         if args.nsys and i == args.repeat - 1:
-            from .bench.decode import nsys_binary
+            from .profile.nsys import nsys_binary
 
             nsys = nsys_binary()
             if not nsys:
