@@ -142,19 +142,7 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
         faulthandler.dump_traceback_later(max(1.0, cfg.profile_timeout * 0.8), exit=False)
     tp = cfg.tp
     distributed = tp > 1 or "WORLD_SIZE" in os.environ
-    if distributed:
-        backend = "nccl" if cfg.device == "cuda" else "gloo"
-        if port is not None:
-            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                    world_size=tp)
-        else:
-            dist.init_process_group(backend)
-    if cfg.device == "cuda":
-        torch.cuda.set_device(rank)
-        device = torch.device("cuda", rank)
-    else:
-        device = torch.device("cpu")
-        torch.set_num_threads(cpu_threads(tp, cfg.threads))
+    device = _join(cfg, rank, port, distributed)
     shape = ModelShape(**cfg.shape) if cfg.shape else (
         ModelShape() if cfg.device == "cuda" else ModelShape.small(cfg.tp))
 
@@ -189,6 +177,25 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
     if distributed:
         dist.barrier()
         _teardown(cfg, rank)
+
+
+def _join(cfg: DecodeConfig, rank: int, port: int | None, distributed: bool):
+    """This rank's process group (gloo on the CPU, NCCL on CUDA) and device."""
+    import torch
+    import torch.distributed as dist
+
+    if distributed:
+        backend = "nccl" if cfg.device == "cuda" else "gloo"
+        if port is not None:
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                    world_size=cfg.tp)
+        else:
+            dist.init_process_group(backend)
+    if cfg.device == "cuda":
+        torch.cuda.set_device(rank)
+        return torch.device("cuda", rank)
+    torch.set_num_threads(cpu_threads(cfg.tp, cfg.threads))
+    return torch.device("cpu")
 
 
 TEARDOWN_S = 20.0
