@@ -7,23 +7,24 @@ outputs to the path substituted for `{out}`; the runner reads them with the same
 `perfwarden ingest` and tags every record with `experiment {id, arm, block, looks}` (looks: the
 number of looks the experiment was planned with, `max_pairs - pairs + 1` with --until-decided,
 else 1; spec/api.md v1.2 item 4, so every later asker judges it at alpha / looks). The decision
-whether to add blocks is the judge's, passed in (`should_stop`): the full install judges on a
-local database, a GPU node asks the server (`server_judge`), so the statistics stay in the
-service. The block bookkeeping (which blocks are complete) lives here once.
+whether to add blocks, and the verdict, are the judge's, passed in (a `Judge`): the full install
+judges on a local SQLite database (service/cli_experiment.py), a GPU node asks the server
+(`server_judge`), so the statistics stay in the service. The bookkeeping (the id, `{out}`,
+complete blocks, looks, writing and posting the records) lives here once, for both commands.
 """
 from __future__ import annotations
 
+import secrets
 import shlex
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .engines.ingest import ingest
 from .errors import CliError
-from .record import with_key
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -80,6 +81,9 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
                        f"({tail[0][:200]}); log: {log}")
     if not out.is_file():
         raise CliError(f"block {block}, {arm} arm: the command wrote nothing to {{out}} ({out})")
+    from .engines.ingest import ingest
+    from .record import with_key
+
     try:
         records, warnings = ingest([out], benchmark=cfg.benchmark)
     except ValueError as e:
@@ -107,38 +111,6 @@ def complete(records: list[dict]) -> tuple[list[int], list[dict]]:
     return done, [r for r in records if r["experiment"]["block"] in keep]
 
 
-def looks(pairs: int, max_pairs: int, until_decided: bool) -> int:
-    """The looks an experiment is planned with (spec/api.md v1.2 item 4)."""
-    return max_pairs - pairs + 1 if until_decided else 1
-
-
-class ServerJudge:
-    """`should_stop` for a node without the service (spec/api.md v1.2 item 12): each finished
-    block is posted, then the server's gate gives the experiment's verdict between blocks."""
-
-    def __init__(self, body: dict, post: Callable[[list[dict]], object],
-                 ask: Callable[[dict], dict], log: Callable[[str], None]):
-        self.body, self.post, self.ask, self.log = body, post, ask, log
-        self.posted: set[int] = set()
-
-    def flush(self, records: list[dict]) -> None:
-        """Post the complete blocks not yet posted."""
-        _, recs = complete(records)
-        new = [r for r in recs if r["experiment"]["block"] not in self.posted]
-        if new:
-            self.post(new)
-            self.posted.update(r["experiment"]["block"] for r in new)
-
-    def verdict(self) -> dict:
-        return self.ask(self.body)
-
-    def __call__(self, records: list[dict], blocks: int) -> bool:
-        self.flush(records)
-        verdict = self.verdict()["verdict"]
-        self.log(f"experiment {self.body['experiment']}: after {blocks} block(s): {verdict}")
-        return verdict != "inconclusive"
-
-
 def run_experiment(cfg: ExperimentConfig,
                    should_stop: Callable[[list[dict], int], bool] | None = None) -> list[dict]:
     """Run blocks until `cfg.pairs` are done, then (with `should_stop`) one block at a time
@@ -156,3 +128,118 @@ def run_experiment(cfg: ExperimentConfig,
         if should_stop is not None and block >= cfg.pairs and should_stop(cfg.records, block):
             break
     return cfg.records
+
+
+def new_id() -> str:
+    """`exp-YYYYmmdd-HHMMSS-RANDOM` (UTC)."""
+    return f"exp-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+def check_commands(baseline_cmd: str, candidate_cmd: str) -> None:
+    """Each arm's command must write its results to `{out}`."""
+    for cmd, flag in ((baseline_cmd, "--baseline-cmd"), (candidate_cmd, "--candidate-cmd")):
+        if "{out}" not in cmd:
+            raise CliError(f"{flag}: the command must write its results to {{out}}")
+
+
+class Judge(ABC):
+    """Gives the experiment's verdict: `flush` hands it the complete blocks not yet seen,
+    `verdict` answers the gate request `body` (a GateOut as JSON); called between blocks, it
+    says whether to stop. `where` names it in the printout."""
+
+    where = ""
+
+    def __init__(self, body: dict):
+        self.body = body
+
+    @abstractmethod
+    def flush(self, records: list[dict]) -> None:
+        """Take the complete blocks of `records` not yet taken."""
+
+    @abstractmethod
+    def verdict(self) -> dict:
+        """The gate's answer to `self.body` over the blocks taken."""
+
+    def __call__(self, records: list[dict], blocks: int) -> bool:
+        self.flush(records)
+        verdict = self.verdict()["verdict"]
+        print(f"experiment {self.body['experiment']}: after {blocks} block(s): {verdict}",
+              file=sys.stderr, flush=True)
+        return verdict != "inconclusive"
+
+
+class ServerJudge(Judge):
+    """The judge of a node without the service (spec/api.md v1.2 item 12): each finished
+    block is posted, then the server's gate gives the experiment's verdict."""
+
+    def __init__(self, body: dict, post: Callable[[list[dict]], object],
+                 ask: Callable[[dict], dict], where: str = ""):
+        super().__init__(body)
+        self.post, self.ask, self.where = post, ask, where
+        self.posted: set[int] = set()
+
+    def flush(self, records: list[dict]) -> None:
+        _, recs = complete(records)
+        new = [r for r in recs if r["experiment"]["block"] not in self.posted]
+        if new:
+            self.post(new)
+            self.posted.update(r["experiment"]["block"] for r in new)
+
+    def verdict(self) -> dict:
+        return self.ask(self.body)
+
+
+def server_judge(server: str, body: dict) -> ServerJudge:
+    """A ServerJudge that posts to and asks `server`."""
+    from .record import post_json, post_records
+
+    def post(recs: list[dict]) -> None:
+        ids = post_records(server, recs)
+        print(f"posted {len(ids)} run(s) of experiment {body['experiment']}", file=sys.stderr)
+
+    return ServerJudge(body, post, lambda b: post_json(server, "/api/v1/gate", b), server)
+
+
+@dataclass
+class Outcome:
+    exp_id: str
+    blocks: list[int]  # the complete blocks
+    result: dict | None  # the judge's verdict (a GateOut as JSON); None without a judge
+    judged_by: str = ""
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What the caller of the experiment command passes in: the judge without `--server`
+    (`local(workdir, body)`; None on a GPU node, where `--until-decided` then needs a server)
+    and how the outcome is printed (returns the exit code)."""
+
+    local: Callable[[Path, dict], Judge] | None
+    show: Callable[[Outcome], int]
+
+
+def conduct(cfg: ExperimentConfig, judge: Judge | None, until_decided: bool,
+            out: str | None) -> Outcome:
+    """Run the experiment (the judge decides between blocks with `until_decided`), keep its
+    complete blocks, write them to `out`, hand them to the judge and take its verdict. A
+    failing arm raises CliError after the finished blocks are written and handed over."""
+    failure = None
+    try:
+        run_experiment(cfg, judge if until_decided else None)
+    except CliError as e:
+        failure = e
+    blocks, records = complete(cfg.records)
+    if records and out:
+        from .record import write_records
+
+        write_records(records, out)
+        if out != "-":
+            print(f"wrote {len(records)} run record(s) of {len(blocks)} block(s) to {out}",
+                  file=sys.stderr)
+    if judge is not None and records:
+        judge.flush(records)
+    if failure is not None:
+        raise CliError(f"{failure} (experiment {cfg.exp_id} stopped; {len(blocks)} finished "
+                       "block(s) kept)")
+    return Outcome(cfg.exp_id, blocks, judge.verdict() if judge else None,
+                   judge.where if judge else "")

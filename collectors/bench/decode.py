@@ -6,14 +6,10 @@ after, warm-up excluded (spec/metrics.md).
 """
 from __future__ import annotations
 
-import dataclasses
 import faulthandler
 import json
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,9 +20,6 @@ from .. import env as envinfo
 from ..record import determinism, digest, metric
 
 KV_LOG_FORMAT = "GPU KV cache size: {tokens:,} tokens"
-PROFILE_HANG_ENV = "PERFWARDEN_TEST_HANG_PROFILE"  # test hook: the profile pass hangs
-REFERENCE_RANGE = "eager_reference_step"  # eager launches of the graph's step, in a profile pass
-REFERENCE_STEPS = 2
 
 
 @dataclass
@@ -59,7 +52,7 @@ class DecodeConfig:
     quiet: bool = False
 
 
-def _log(cfg: DecodeConfig, msg: str) -> None:
+def log(cfg: DecodeConfig, msg: str) -> None:
     if not cfg.quiet:
         print(msg, file=sys.stderr, flush=True)
 
@@ -109,7 +102,9 @@ def run(cfg: DecodeConfig) -> list[dict]:
     results = json.loads(result_file.read_text())
     records = [_record(cfg, r, started) for r in results]
     if cfg.profile != "none":
-        _profile(cfg, records)
+        from .passes import profile_records
+
+        profile_records(cfg, records)
     return records
 
 
@@ -147,19 +142,7 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
         faulthandler.dump_traceback_later(max(1.0, cfg.profile_timeout * 0.8), exit=False)
     tp = cfg.tp
     distributed = tp > 1 or "WORLD_SIZE" in os.environ
-    if distributed:
-        backend = "nccl" if cfg.device == "cuda" else "gloo"
-        if port is not None:
-            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                    world_size=tp)
-        else:
-            dist.init_process_group(backend)
-    if cfg.device == "cuda":
-        torch.cuda.set_device(rank)
-        device = torch.device("cuda", rank)
-    else:
-        device = torch.device("cpu")
-        torch.set_num_threads(cpu_threads(tp, cfg.threads))
+    device = _join(cfg, rank, port, distributed)
     shape = ModelShape(**cfg.shape) if cfg.shape else (
         ModelShape() if cfg.device == "cuda" else ModelShape.small(cfg.tp))
 
@@ -194,6 +177,25 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
     if distributed:
         dist.barrier()
         _teardown(cfg, rank)
+
+
+def _join(cfg: DecodeConfig, rank: int, port: int | None, distributed: bool):
+    """This rank's process group (gloo on the CPU, NCCL on CUDA) and device."""
+    import torch
+    import torch.distributed as dist
+
+    if distributed:
+        backend = "nccl" if cfg.device == "cuda" else "gloo"
+        if port is not None:
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                    world_size=cfg.tp)
+        else:
+            dist.init_process_group(backend)
+    if cfg.device == "cuda":
+        torch.cuda.set_device(rank)
+        return torch.device("cuda", rank)
+    torch.set_num_threads(cpu_threads(cfg.tp, cfg.threads))
+    return torch.device("cpu")
 
 
 TEARDOWN_S = 20.0
@@ -244,13 +246,15 @@ def _run_batch(cfg: DecodeConfig, model, shape, M: int, rank: int, device, sync)
             raise RuntimeError("--plant-slowdown-pct needs --device cuda")
         plant = model.calibrate_plant(cfg.plant_pct, sync)
         if rank == 0:
-            _log(cfg, f"[M={M}] planted {plant['plant_us']:.1f} us per step "
+            log(cfg, f"[M={M}] planted {plant['plant_us']:.1f} us per step "
                       f"({cfg.plant_pct}% of {plant['step_us']:.1f} us)")
     kv_tokens, kv_bytes = _kv_capacity(cfg, shape, device, cfg.tp)
     if rank == 0:
-        _log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
+        log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
     if cfg.profile_pass:
-        _profile_pass_body(cfg, model, sync, device, M, rank)
+        from .passes import pass_body
+
+        pass_body(cfg, model, sync, M, rank)
         return None
     trials = []
     for t in range(cfg.trials):
@@ -272,7 +276,7 @@ def _run_batch(cfg: DecodeConfig, model, shape, M: int, rank: int, device, sync)
             state = envinfo.gpu_state(device.index or 0) if device.type == "cuda" else None
             if state:
                 trial["gpu"] = state
-            _log(cfg, f"[M={M}] trial {t + 1}/{cfg.trials}: {trial['tok_s']:.2f} tok/s")
+            log(cfg, f"[M={M}] trial {t + 1}/{cfg.trials}: {trial['tok_s']:.2f} tok/s")
         trials.append(trial)
     res = {"batch_size": M, "trials": trials, "kv_capacity_tokens": kv_tokens,
            "kv_bytes_available": kv_bytes, "shape": shape.as_config(),
@@ -298,71 +302,6 @@ def _kv_capacity(cfg: DecodeConfig, shape, device, tp: int) -> tuple[int, int]:
         dist.all_reduce(t, op=dist.ReduceOp.MIN)
         tokens = int(t.item())
     return int(tokens), int(available)
-
-
-def _profile_pass_body(cfg: DecodeConfig, model, sync, device, M: int, rank: int) -> None:
-    """Inside a profile pass: the profiled steps, under nsys (cudaProfilerStart/Stop bound the
-    capture) or the PyTorch profiler (one Kineto trace per rank)."""
-    if os.environ.get(PROFILE_HANG_ENV):  # test hook: a profile pass that never returns
-        print(f"[M={M}] {PROFILE_HANG_ENV} set: this profile pass hangs", file=sys.stderr,
-              flush=True)
-        while True:
-            time.sleep(60)
-    work = Path(cfg.workdir)
-    if cfg.profile_pass == "torch":
-        _torch_profile(cfg, model, sync, work / f"trace_M{M}_rank{rank}.json.gz")
-    else:
-        _profile_steps(cfg, model, sync, device)
-
-
-def _profile_steps(cfg: DecodeConfig, model, sync, device) -> None:
-    import torch
-
-    sync()
-    if device.type == "cuda":
-        torch.cuda.profiler.start()
-    with torch.inference_mode():
-        if model.graph is not None:
-            # the same step launched eagerly first: its NVTX phases name the kernels that the
-            # graph replays run without any host range around them
-            for i in range(REFERENCE_STEPS):
-                with model.marker.range(f"{REFERENCE_RANGE}_{i}"):
-                    model.forward_eager()
-        for s in range(cfg.profile_steps):
-            model.step(s)
-    sync()
-    if device.type == "cuda":
-        torch.cuda.profiler.stop()
-
-
-def _torch_profile(cfg: DecodeConfig, model, sync, out: Path) -> None:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cfg.device == "cuda" else [])
-    model.marker.record_function = True
-    with profile(activities=acts, experimental_config=sync_events_config()) as prof:
-        _profile_steps(cfg, model, sync, torch.device(cfg.device))
-    model.marker.record_function = False
-    raw = out.with_suffix("")  # .json
-    prof.export_chrome_trace(str(raw))
-    import gzip
-
-    with open(raw, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
-        shutil.copyfileobj(src, dst)
-    raw.unlink()
-
-
-def sync_events_config():
-    """The profiler config that records CUDA sync events (`cuda_sync` `Stream Wait Event`): the
-    stream waits the ordering check needs (spec/metrics.md v1.2, item 3). None where this
-    PyTorch lacks the option (the trace then shows observed overlap only)."""
-    import torch
-
-    try:
-        return torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
-    except (AttributeError, TypeError):
-        return None
 
 
 def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
@@ -404,140 +343,9 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     return rec
 
 
-def _profile(cfg: DecodeConfig, records: list[dict]) -> None:
-    """Profile passes: one process per profiled batch size, each under a watchdog; its trace
-    set analyzed, the summary into the record. A pass that fails or hangs leaves the timed
-    trials and the record as they are, with `profile_error` saying what happened."""
-    from ..traces import Options, analyze_files
-    from ..traces.representative import warnings_for
-
-    profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
-    for rec in records:
-        M = rec["config"]["batch_size"]
-        if M not in profiled:
-            continue
-        try:
-            files = _profile_pass(cfg, M)
-        except RuntimeError as e:  # the timed trials stand; the record says what failed
-            _log(cfg, f"[M={M}] warning: {e}")
-            rec["profile_error"] = str(e)
-            continue
-        _log(cfg, f"[M={M}] analyzing {', '.join(p.name for p in files)}")
-        try:
-            summary = analyze_files(files, Options())
-        except ValueError as e:
-            rec["profile_error"] = str(e)
-            continue
-        summary["kernels"] = summary["kernels"][:50]
-        summary["warnings"] = summary["warnings"] + warnings_for(summary, rec["config"])
-        rec["trace_summary"] = summary
-        rec["trace_files"] = [str(p) for p in files]
-        for key, value in (("aux_gap_mean_us", summary["aux_gap_mean_us"]),
-                           ("aux_idle_per_step_us", summary["aux_idle_per_step_us"])):
-            if value is not None:
-                rec["metrics"][key] = metric(key, [value])
-
-
 def config_from_file(path: str | os.PathLike) -> DecodeConfig:
     """A DecodeConfig written by the parent process (a profile pass or a sweep cell)."""
     data = json.loads(Path(path).read_text())
     return DecodeConfig(**data)
 
 
-def nsys_binary() -> str | None:
-    return os.environ.get("NSYS") or shutil.which("nsys")
-
-
-def nsys_command(cfg: DecodeConfig, base: Path) -> list[str]:
-    """nsys flags for the profile pass. The capture is bounded by cudaProfilerStart/Stop; with
-    CUDA graphs every graph node is its own kernel row (`--cuda-graph-trace=node`); spawned TP
-    ranks land in the same report (`--trace-fork-before-exec`)."""
-    nsys = nsys_binary()
-    if not nsys:
-        raise RuntimeError("--profile nsys: nsys not found (put it on PATH or set NSYS)")
-    cmd = [nsys, "profile", "-t", "cuda,nvtx", "--capture-range=cudaProfilerApi",
-           "--capture-range-end=stop", "--trace-fork-before-exec=true", "--force-overwrite",
-           "true", "-o", str(base)]
-    if cfg.cuda_graphs:
-        cmd.append("--cuda-graph-trace=node")
-    return cmd
-
-
-def _profile_pass(cfg: DecodeConfig, M: int) -> list[Path]:
-    """Run one profile pass (nsys or the PyTorch profiler) in its own process group under a
-    watchdog; returns its trace files."""
-    kind = cfg.profile
-    work = Path(cfg.workdir) / f"{kind}-pass-M{M}"
-    # the inner process gets this very config (one batch size, profile-pass mode), so no option
-    # is dropped on the way (a deterministic run is profiled with deterministic kernels)
-    inner = dataclasses.replace(cfg, batch_sizes=[M], profile_batch_sizes=[M], profile_pass=kind,
-                                quiet=True, workdir=str(work))
-    cfg_file = Path(cfg.workdir) / f"{kind}_M{M}.config.json"
-    cfg_file.write_text(json.dumps(dataclasses.asdict(inner)))
-    cmd = [sys.executable, "-m", "collectors", "collect", "decode", "--from-config", str(cfg_file)]
-    base = Path(cfg.workdir) / f"nsys_M{M}"
-    if kind == "nsys":
-        cmd = nsys_command(cfg, base) + cmd
-    label = f"{kind} profile pass M={M}"
-    _log(cfg, f"[M={M}] {label} ({cfg.profile_steps} steps, watchdog {cfg.profile_timeout:g} s)")
-    rc, tail = run_watched(cmd, cfg.profile_timeout, label, Path(cfg.workdir) / f"{kind}_M{M}.log")
-    if kind == "torch":
-        files = sorted(work.glob(f"trace_M{M}_rank*.json.gz"))
-        if len(files) < cfg.tp:
-            raise RuntimeError(f"{label} wrote {len(files)} of {cfg.tp} rank traces "
-                               f"(exit {rc}): {tail}")
-        return files
-    rep = base.with_suffix(".nsys-rep")
-    if not rep.exists():
-        raise RuntimeError(f"nsys profile failed (exit {rc}): {tail}")
-    if rc != 0:
-        _log(cfg, f"[M={M}] nsys exited {rc} but wrote {rep.name}; using it")
-    out = base.with_suffix(".sqlite")
-    nsys = nsys_binary() or "nsys"
-    rc, tail = run_watched([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
-                            str(out), str(rep)], cfg.profile_timeout, f"nsys export M={M}",
-                           Path(cfg.workdir) / f"nsys_export_M{M}.log")
-    if rc != 0 or not out.exists():
-        raise RuntimeError(f"nsys export failed: {tail}")
-    return [out]
-
-
-def run_watched(cmd: list[str], timeout: float, label: str, log: Path) -> tuple[int, str]:
-    """Run `cmd` in a new process group with its output in `log`; on timeout stop the whole group
-    (SIGTERM, then SIGKILL) and raise one line naming the pass. Returns (exit code, last lines)."""
-    with open(log, "wb") as fh:
-        p = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(p)
-            raise RuntimeError(f"{label} stopped by the watchdog after {timeout:g} s (no exit; its "
-                               f"process group was killed; output in {log})") from None
-        except BaseException:
-            _kill_group(p)
-            raise
-    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    return rc, " | ".join(lines[-3:]) or "no output"
-
-
-def _kill_group(p: subprocess.Popen) -> None:
-    """SIGTERM to the whole process group, SIGKILL after 10 s if any member is still there."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if p.poll() is not None and not _group_alive(p.pid):
-                return
-            time.sleep(0.2)
-    p.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False

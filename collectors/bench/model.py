@@ -13,7 +13,6 @@ On the CPU there are no streams, so every order computes the same thing serially
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -21,6 +20,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+
+from ..profile.nvtx import Marker
 
 ORDERS = ("overlap", "late", "serial")
 ROUTED_KERNELS = ("bmm", "resident")
@@ -59,42 +60,6 @@ class ModelShape:
         """MHA/GQA: 2 (K and V) * layers * kv heads per rank * head_dim * dtype bytes."""
         kv_per_rank = max(1, self.kv_heads // tp)
         return 2 * self.layers * kv_per_rank * self.head_dim * torch.finfo(self.torch_dtype).bits // 8
-
-
-class Marker:
-    """NVTX ranges (the `nvtx` package if installed, else torch.cuda.nvtx on CUDA) and, during a
-    PyTorch-profiler pass, record_function ranges of the same names."""
-
-    def __init__(self, device: torch.device):
-        self.cuda = device.type == "cuda"
-        self.record_function = False
-        self._nvtx = None
-        try:
-            import nvtx
-
-            self._nvtx = nvtx
-        except ImportError:
-            pass
-
-    @contextlib.contextmanager
-    def range(self, name: str):
-        pushed = False
-        if self._nvtx is not None:
-            self._nvtx.push_range(name)
-            pushed = True
-        elif self.cuda:
-            torch.cuda.nvtx.range_push(name)
-            pushed = True
-        ctx = torch.profiler.record_function(name) if self.record_function else contextlib.nullcontext()
-        try:
-            with ctx:
-                yield
-        finally:
-            if pushed:
-                if self._nvtx is not None:
-                    self._nvtx.pop_range()
-                else:
-                    torch.cuda.nvtx.range_pop()
 
 
 class MoEDecoder:

@@ -11,7 +11,7 @@ from typing import Any
 from ..env import git_identity, nvidia_smi_gpus, utc_now
 from ..record import check, resolve_trace_files
 from .identity import split
-from .logs import looks_like_log, parse_log
+from .logs import LogFacts, looks_like_log, parse_log
 from .vllm import (
     EngineOutputError,
     as_metrics,
@@ -127,34 +127,15 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
     """Returns (run records, warnings). Raises EngineOutputError on unusable input. `trials`:
     the result files are repeats of one configuration and become one run."""
     records: list[dict] = []
-    log_facts = []
+    log_facts: list[tuple[Path, LogFacts, str]] = []
     warnings: list[str] = []
     for p in map(Path, paths):
-        if not p.is_file():
-            raise EngineOutputError(f"{p}: no such file")
-        if p.stat().st_size > MAX_INPUT_BYTES:
-            raise EngineOutputError(f"{p}: larger than {MAX_INPUT_BYTES >> 20} MiB")
-        raw = p.read_bytes()
-        if not raw.strip():
-            raise EngineOutputError(f"{p}: empty file")
-        file_id = hashlib.sha256(raw).hexdigest()
-        text = raw.decode("utf-8", errors="replace")
-        try:
-            objs = _read_json_or_lines(p, text)
-        except EngineOutputError:
-            if not looks_like_log(text):  # SGLang log lines start with '[' too
-                raise
-            objs = None
+        objs, text, file_id = _read(p)
         if objs is None:
-            if looks_like_log(text):
-                facts = parse_log(p, text)
-                warnings.extend(facts.warnings)
-                log_facts.append((p, facts, file_id))
-                continue
-            raise EngineOutputError(f"{p}: not a vllm bench result, a run record, or a vLLM/SGLang "
-                                    "log with KV-cache lines")
-        if not objs:
-            raise EngineOutputError(f"{p}: no JSON objects")
+            facts = parse_log(p, text)
+            warnings.extend(facts.warnings)
+            log_facts.append((p, facts, file_id))
+            continue
         got = _from_objects(p, objs, benchmark, label, batch_size, output_len)
         engine = kind_of(objs[0]) != "record"
         for r in got:
@@ -163,35 +144,77 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
                 r["_files"] = [file_id]
                 r["_mtime"] = p.stat().st_mtime
         records.extend(got)
-    if log_facts:
-        if records:
-            for _, facts, file_id in log_facts:
-                for rec in records:
-                    if not rec.get("_engine"):
-                        continue
-                    rec["metrics"].update(facts.metrics())
-                    if facts.kv_derived:
-                        rec.setdefault("kv_cache", {})["derived"] = True
-                    for k, v in facts.config.items():  # the server's settings beside the result
-                        rec["config"].setdefault(k, v)
-                    rec["_files"].append(file_id)
-                    if not rec.get("started_at"):
-                        rec["started_at"] = facts.started_at
-        else:
-            for p, facts, file_id in log_facts:
-                m = facts.metrics()
-                if not m:
-                    raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
-                records.append({"benchmark": benchmark or f"{facts.engine}-server",
-                                "config": dict(facts.config), "metrics": m,
-                                "started_at": facts.started_at,
-                                "source": {"kind": f"{facts.engine}-log", "file": p.name},
-                                **({"label": label} if label else {}),
-                                **({"kv_cache": {"derived": True}} if facts.kv_derived else {}),
-                                "_files": [file_id], "_mtime": p.stat().st_mtime})
+    if log_facts and records:
+        _apply_logs(records, log_facts)
+    elif log_facts:
+        records = [_log_record(p, facts, file_id, benchmark, label)
+                   for p, facts, file_id in log_facts]
     if trials:
         records = merge_repeats(records)
-    ident = identity or Identity(detect=False)
+    _finish(records, identity or Identity(detect=False), extra_config, warnings)
+    return records, warnings
+
+
+def _read(p: Path) -> tuple[list[dict] | None, str, str]:
+    """A file's JSON objects (None: a log), its text and the sha256 of its bytes."""
+    if not p.is_file():
+        raise EngineOutputError(f"{p}: no such file")
+    if p.stat().st_size > MAX_INPUT_BYTES:
+        raise EngineOutputError(f"{p}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+    raw = p.read_bytes()
+    if not raw.strip():
+        raise EngineOutputError(f"{p}: empty file")
+    file_id = hashlib.sha256(raw).hexdigest()
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        objs = _read_json_or_lines(p, text)
+    except EngineOutputError:
+        if not looks_like_log(text):  # SGLang log lines start with '[' too
+            raise
+        objs = None
+    if objs is None and not looks_like_log(text):
+        raise EngineOutputError(f"{p}: not a vllm bench result, a run record, or a vLLM/SGLang "
+                                "log with KV-cache lines")
+    if objs is not None and not objs:
+        raise EngineOutputError(f"{p}: no JSON objects")
+    return objs, text, file_id
+
+
+def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]]) -> None:
+    """Server logs beside engine results: their KV-cache figures, settings and start time go
+    into every engine-output record."""
+    for _, facts, file_id in log_facts:
+        for rec in records:
+            if not rec.get("_engine"):
+                continue
+            rec["metrics"].update(facts.metrics())
+            if facts.kv_derived:
+                rec.setdefault("kv_cache", {})["derived"] = True
+            for k, v in facts.config.items():  # the server's settings beside the result
+                rec["config"].setdefault(k, v)
+            rec["_files"].append(file_id)
+            if not rec.get("started_at"):
+                rec["started_at"] = facts.started_at
+
+
+def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
+                label: str | None) -> dict:
+    """A server log alone: one record of its KV-cache capacity."""
+    m = facts.metrics()
+    if not m:
+        raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
+    return {"benchmark": benchmark or f"{facts.engine}-server",
+            "config": dict(facts.config), "metrics": m,
+            "started_at": facts.started_at,
+            "source": {"kind": f"{facts.engine}-log", "file": p.name},
+            **({"label": label} if label else {}),
+            **({"kv_cache": {"derived": True}} if facts.kv_derived else {}),
+            "_files": [file_id], "_mtime": p.stat().st_mtime}
+
+
+def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
+            warnings: list[str]) -> None:
+    """The identity (command line, environment), start time and key of every record, checked."""
     env = {"git": git_identity() if ident.detect else {},
            "gpus": nvidia_smi_gpus() if ident.detect else []}
     for i, rec in enumerate(records):
@@ -209,7 +232,6 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
             check(rec)
         except ValueError as e:
             raise EngineOutputError(f"record {i}: {e}") from None
-    return records, warnings
 
 
 def _started_and_key(rec: dict, ident: Identity, files: list[str], mtime: float | None,

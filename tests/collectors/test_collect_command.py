@@ -42,3 +42,30 @@ def test_failing_command_is_reported(tmp_path):
                         "--", sys.executable, "-c", "raise SystemExit(3)"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "exited 3 on repeat 1" in r.stderr
+
+
+def test_nsys_runs_the_last_repeat_under_nsys_profile(tmp_path):
+    """`--nsys` takes nsys from collectors/profile (NSYS, else PATH): the last repeat, and only
+    it, runs as `nsys profile -t cuda,nvtx ... -o WORK/profile CMD`."""
+    seen = tmp_path / "nsys-argv"
+    fake = tmp_path / "nsys"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {seen}\nshift 7\nexec \"$@\"\n")
+    fake.chmod(0o755)
+    res = tmp_path / "res.json"
+    bench = ("import json; print('(EngineCore_DP0 pid=1) INFO GPU KV cache size: 1,000 tokens'); "
+             f"json.dump({{'completed': 8, 'request_throughput': 1.0, 'output_throughput': 50.0, "
+             f"'total_token_throughput': 80.0, 'max_concurrency': 1}}, open({str(res)!r}, 'w'))")
+    r = subprocess.run([sys.executable, "-m", "collectors", "collect", "command", "--repeat", "2",
+                        "--nsys", "--result", str(res), "--out", str(tmp_path / "out.json"), "--",
+                        sys.executable, "-c", bench],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env={"PATH": "/usr/bin:/bin", "NSYS": str(fake)})
+    assert r.returncode == 0, r.stderr
+    (line,) = seen.read_text().splitlines()  # one repeat under nsys
+    args = line.split()
+    assert args[:6] == ["profile", "-t", "cuda,nvtx", "--force-overwrite", "true", "-o"]
+    assert args[6].endswith("/profile") and args[7] == sys.executable
+    r = subprocess.run([sys.executable, "-m", "collectors", "collect", "command", "--repeat", "1",
+                        "--nsys", "--", sys.executable, "-c", "pass"],
+                       capture_output=True, text=True, cwd=ROOT, env={"PATH": "/nonexistent"})
+    assert r.returncode == 2 and "--nsys: nsys not found (PATH or NSYS)" in r.stderr

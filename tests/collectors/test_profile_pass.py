@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from collectors.bench.decode import DecodeConfig, _profile_pass, config_from_file
+from collectors.bench.decode import DecodeConfig, config_from_file
+from collectors.bench.passes import PROFILE_HANG_ENV, profile_pass
 
 
 def test_profile_pass_gets_the_whole_config(tmp_path, monkeypatch):
@@ -42,7 +43,7 @@ exit 1
                        profile_batch_sizes=[1, 8], shape={"layers": 2}, workdir=str(tmp_path),
                        label="pr-150", quiet=True)
     with pytest.raises(RuntimeError, match="nsys export failed"):
-        _profile_pass(cfg, 8)
+        profile_pass(cfg, 8)
     inner = config_from_file(seen)
     assert inner.deterministic and inner.order == "late" and inner.extra_work == 2
     assert inner.batch_sizes == [8] and inner.profile_batch_sizes == [8]
@@ -68,6 +69,7 @@ def _group_members(pgid: int) -> list[int]:
 
 def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path, monkeypatch):
     from collectors.bench import decode
+    from collectors.profile import watchdog
 
     started = []
     real_popen = subprocess.Popen
@@ -77,8 +79,8 @@ def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path,
         started.append(p.pid)
         return p
 
-    monkeypatch.setattr(decode.subprocess, "Popen", popen)
-    monkeypatch.setenv(decode.PROFILE_HANG_ENV, "1")
+    monkeypatch.setattr(watchdog.subprocess, "Popen", popen)
+    monkeypatch.setenv(PROFILE_HANG_ENV, "1")
     cfg = DecodeConfig(device="cpu", tp=2, batch_sizes=[1], trials=2, steps=3, warmup=1,
                        profile="torch", profile_timeout=8, shape={}, workdir=str(tmp_path),
                        quiet=True)
@@ -124,7 +126,7 @@ def test_torch_pass_records_cuda_sync_events(monkeypatch, tmp_path):
     import torch
     import torch.profiler
 
-    from collectors.bench import decode
+    from collectors.profile.torch import torch_trace
 
     seen: dict = {}
 
@@ -136,10 +138,10 @@ def test_torch_pass_records_cuda_sync_events(monkeypatch, tmp_path):
         raise Stop
 
     monkeypatch.setattr(torch.profiler, "profile", fake_profile)
-    cfg = types.SimpleNamespace(device="cpu")
-    model = types.SimpleNamespace(marker=types.SimpleNamespace(record_function=False))
+    marker = types.SimpleNamespace(record_function=False)
     with pytest.raises(Stop):
-        decode._torch_profile(cfg, model, lambda: None, tmp_path / "t.json.gz")
+        torch_trace("cpu", marker, lambda: None, tmp_path / "t.json.gz")
+    assert marker.record_function is False  # the ranges are plain NVTX again after the pass
     want = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True).__getstate__()
     assert seen["experimental_config"].__getstate__() == want
     assert want != torch._C._profiler._ExperimentalConfig().__getstate__()

@@ -1,0 +1,107 @@
+"""`ingest`: engine outputs (vLLM, SGLang results and logs) and run records -> run records, with
+the engine's own traces attached (`--trace`)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import CliError
+from ..options import positive
+from .emit import emit
+
+
+def add_ingest(sub: argparse._SubParsersAction) -> None:
+    i = sub.add_parser("ingest", help="engine outputs / run records -> run records")
+    i.add_argument("files", nargs="+", metavar="FILE")
+    i.add_argument("--benchmark")
+    i.add_argument("--label")
+    i.add_argument("--batch-size", type=positive(int))
+    i.add_argument("--output-len", type=positive(int))
+    i.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config key of every record (repeatable; wins over the file)")
+    i.add_argument("--commit")
+    i.add_argument("--branch")
+    i.add_argument("--gpu", help="GPU model, e.g. 'NVIDIA H200' (default: nvidia-smi)")
+    i.add_argument("--gpu-count", type=positive(int))
+    i.add_argument("--repository", metavar="OWNER/NAME")
+    i.add_argument("--pr", type=positive(int))
+    i.add_argument("--trials", action="store_true",
+                   help="the result files are repeats of one configuration: one run")
+    i.add_argument("--started-at", metavar="ISO8601",
+                   help="when the engine run started (default: the file's own time stamps, "
+                        "else its modification time)")
+    i.add_argument("--trace", action="extend", nargs="+", default=[], metavar="FILE|DIR",
+                   help="the engine's own profiler output for this run: vLLM's *.pt.trace.json.gz "
+                        "(one per rank), SGLang's *-decode*.trace.json.gz, an nsys .sqlite/"
+                        ".nsys-rep; a folder gives the trace files in it")
+    i.add_argument("--no-detect", action="store_true",
+                   help="take nothing from git, GITHUB_* or nvidia-smi")
+    i.add_argument("--server")
+    i.add_argument("--out")
+    i.set_defaults(func=cmd_ingest)
+
+
+def _config_value(text: str):
+    """KEY=VALUE values: integers, numbers, true/false, else the string."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from ..engines.ingest import Identity, ingest
+    from ..engines.traces import attach as attach_traces
+    from ..engines.vllm import EngineOutputError
+
+    ident = Identity(config=_config(args.config), commit=args.commit, branch=args.branch,
+                     gpu=args.gpu, gpu_count=args.gpu_count, repository=args.repository,
+                     pr=args.pr, started_at=_started(args.started_at), detect=not args.no_detect)
+    try:
+        records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
+                                   batch_size=args.batch_size, output_len=args.output_len,
+                                   identity=ident, trials=args.trials)
+        if args.trace:
+            warnings += attach_traces(records, args.trace)
+    except (EngineOutputError, ValueError) as e:
+        raise CliError(str(e)) from None
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.trace:
+        files = records[0]["trace_files"]
+        print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
+              file=sys.stderr)
+    emit(records, args.out, args.server, base=Path.cwd())
+    return 0
+
+
+def _config(items: list[str]) -> dict:
+    """`--config KEY=VALUE` (repeatable)."""
+    config = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--config {item!r}: expected KEY=VALUE")
+        config[key] = _config_value(value)
+    return config
+
+
+def _started(text: str | None) -> str | None:
+    """`--started-at` as UTC ISO 8601 (`...Z`)."""
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CliError(f"--started-at {text!r}: expected ISO 8601 "
+                       "(2026-11-28T10:15:00Z)") from None
+    t = t.replace(tzinfo=t.tzinfo or timezone.utc).astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,172 @@
+"""Server-side commands: `serve`, `worker` (the durable jobs of service/jobs), `db` (Alembic),
+`tokens`, `seed`."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from collectors.errors import CliError
+
+from .cli_common import EXIT_ERROR, redact, settings
+
+
+def add_server(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the API and the dashboard")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--seed", metavar="DIR", help="when the database holds no run, load the run "
+                   "records (and their traces) under DIR first")
+    p.add_argument("--migrate", action="store_true", help="run migrations first (always on SQLite)")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", help="run the durable jobs: trace analysis, alert evaluation, "
+                       "webhook and GitHub deliveries")
+    p.add_argument("--drain", action="store_true", help="stop once no job is due")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("db", help="database migrations (Alembic)")
+    dsub = p.add_subparsers(dest="db_cmd", required=True)
+    u = dsub.add_parser("upgrade")
+    u.add_argument("rev", nargs="?", default="head")
+    d = dsub.add_parser("downgrade")
+    d.add_argument("rev")
+    dsub.add_parser("current")
+    p.set_defaults(func=cmd_db)
+
+    p = sub.add_parser("tokens", help="API tokens")
+    tsub = p.add_subparsers(dest="tokens_cmd", required=True)
+    c = tsub.add_parser("create")
+    c.add_argument("--name", required=True)
+    c.add_argument("--scope", choices=["read", "write"], default="write")
+    r = tsub.add_parser("revoke")
+    r.add_argument("--name", required=True)
+    tsub.add_parser("list")
+    p.set_defaults(func=cmd_tokens)
+
+    p = sub.add_parser("seed", help="load run records (and their traces) from a folder")
+    p.add_argument("dir")
+    p.set_defaults(func=cmd_seed)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .main import create_app
+    from .migrate import current, head, upgrade
+
+    s = settings()
+    s.bind_host = args.host
+    if s.is_sqlite or args.migrate:
+        upgrade(s.database_url)  # the embedded default migrates itself; production migrates apart
+    else:
+        try:
+            rev = current(s.database_url)
+        except Exception as e:  # noqa: BLE001 - unreachable database: one line
+            raise CliError(f"database {redact(s.database_url)}: {str(e).splitlines()[0]}") from None
+        if rev != head():
+            raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
+                           "`perfwarden db upgrade` (or `serve --migrate`) first")
+    if args.seed:
+        from .seed import seed_if_empty
+
+        seed_if_empty(s, args.seed, progress=True)
+    jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
+    print(f"perfwarden on http://{args.host}:{args.port}/ (database: {redact(s.database_url)}; "
+          f"anonymous writes: {_writes_open(s)}; durable jobs: {jobs})", file=sys.stderr)
+    if args.workers > 1:  # each worker process builds its app from the environment
+        os.environ["PERFWARDEN_BIND_HOST"] = args.host
+        uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning")
+    else:
+        uvicorn.run(create_app(s), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run the durable jobs (trace analysis, alert evaluation, deliveries) until stopped."""
+    from .db import make_engine, session_factory
+    from .jobs import worker
+
+    s = settings()
+    print(f"perfwarden worker (database: {redact(s.database_url)})", file=sys.stderr)
+    engine = make_engine(s.database_url)
+    try:
+        worker.run(s, session_factory(engine), wait=not args.drain)
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _writes_open(s) -> str:  # noqa: ANN001 - Settings
+    from .db import make_engine, session_factory, transaction
+    from .usecases import tokens
+
+    if not s.loopback:
+        return "closed (not on loopback)"
+    engine = make_engine(s.database_url)
+    try:
+        with transaction(session_factory(engine)) as session:
+            ever = tokens.any_ever(session)
+    finally:
+        engine.dispose()
+    return "closed (a token exists)" if ever else "open (loopback, no token yet)"
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from . import migrate
+
+    s = settings()
+    try:
+        if args.db_cmd == "upgrade":
+            migrate.upgrade(s.database_url, args.rev)
+        elif args.db_cmd == "downgrade":
+            migrate.downgrade(s.database_url, args.rev)
+        cur = migrate.current(s.database_url)
+    except SQLAlchemyError as e:
+        raise CliError(f"database: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # noqa: BLE001 - alembic's own errors (unknown revision, ...)
+        raise CliError(f"migration: {str(e).splitlines()[0]}") from None
+    print(f"{cur or 'base'}{' (head)' if cur == migrate.head() else ''}")
+    return 0
+
+
+def cmd_tokens(args: argparse.Namespace) -> int:
+    from .db import make_engine, session_factory, transaction
+    from .migrate import upgrade
+    from .usecases import tokens
+
+    s = settings()
+    if s.is_sqlite:
+        upgrade(s.database_url)
+    sessions = session_factory(make_engine(s.database_url))
+    with transaction(sessions) as session:
+        if args.tokens_cmd == "create":
+            token = tokens.create(session, args.name, args.scope)
+            print(token)
+            print(f"token {args.name!r} ({args.scope}) created; it is shown only once",
+                  file=sys.stderr)
+        elif args.tokens_cmd == "revoke":
+            n = tokens.revoke(session, args.name)
+            print(f"revoked {n} token(s) named {args.name!r}", file=sys.stderr)
+            if not n:
+                return EXIT_ERROR
+        else:
+            for t in tokens.list_all(session):
+                print(f"{t.id}\t{t.name}\t{t.scope}\t{'revoked' if t.revoked else 'active'}\t"
+                      f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}")
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from .migrate import upgrade
+    from .seed import seed
+
+    s = settings()
+    upgrade(s.database_url)
+    n = seed(s, args.dir, progress=True)
+    print(f"stored {n} run(s) from {args.dir}", file=sys.stderr)
+    return 0
