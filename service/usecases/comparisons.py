@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, lookup, role_of
 
 from ..db import Session
 from ..errors import Invalid, NotFound
-from ..models import Series
 from ..repositories import runs as runs_repo
 from ..schemas import FIXED_SERIES_KEYS, GateIn
 from ..stats.blocked import assess_blocks, look_alpha
 from ..stats.gate import Comparison, Judgement, judge
 from . import baselines, history
+
+if TYPE_CHECKING:
+    from ..models import Series
 
 ARMS = ("baseline", "candidate")
 HISTORY_RUNS = 30  # the newest runs of a series' history that give the spread of item 2

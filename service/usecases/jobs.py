@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from ..db import transaction
+from ..db import SessionFactory, transaction
 from ..repositories import jobs as repo
 
 
@@ -25,13 +23,13 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def enqueue(sessions: sessionmaker[Session], kind: str, args: dict[str, Any],
+def enqueue(sessions: SessionFactory, kind: str, args: dict[str, Any],
             coalesce: str | None, max_attempts: int) -> bool:
     with transaction(sessions) as session:
         return repo.add(session, kind, args, coalesce, max_attempts, now())
 
 
-def claim(sessions: sessionmaker[Session], worker: str, lease_s: float) -> Claimed | None:
+def claim(sessions: SessionFactory, worker: str, lease_s: float) -> Claimed | None:
     with transaction(sessions) as session:
         job = repo.claim(session, worker, now(), lease_s)
         if job is None:
@@ -39,18 +37,18 @@ def claim(sessions: sessionmaker[Session], worker: str, lease_s: float) -> Claim
         return Claimed(job.id, job.kind, dict(job.args), job.attempts, job.max_attempts)
 
 
-def renew(sessions: sessionmaker[Session], job_id: int, worker: str, lease_s: float) -> bool:
+def renew(sessions: SessionFactory, job_id: int, worker: str, lease_s: float) -> bool:
     with transaction(sessions) as session:
         return repo.renew(session, job_id, worker, now() + timedelta(seconds=lease_s))
 
 
-def finish(sessions: sessionmaker[Session], job_id: int, worker: str, ok: bool,
+def finish(sessions: SessionFactory, job_id: int, worker: str, ok: bool,
            error: str | None = None) -> None:
     with transaction(sessions) as session:
         repo.finish(session, job_id, worker, "done" if ok else "failed", now(), error)
 
 
-def retry(sessions: sessionmaker[Session], job_id: int, worker: str, delay_s: float,
+def retry(sessions: SessionFactory, job_id: int, worker: str, delay_s: float,
           error: str) -> None:
     """Back to waiting after `delay_s`; a job that a newer waiting job of the same key
     supersedes (it does the same work) is done instead."""
@@ -62,6 +60,6 @@ def retry(sessions: sessionmaker[Session], job_id: int, worker: str, delay_s: fl
         repo.retry_at(session, job_id, worker, now() + timedelta(seconds=delay_s), error[:1000])
 
 
-def counts(sessions: sessionmaker[Session]) -> dict[str, int]:
+def counts(sessions: SessionFactory) -> dict[str, int]:
     with transaction(sessions) as session:
         return repo.counts(session)

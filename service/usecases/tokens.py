@@ -1,9 +1,13 @@
 """API tokens: create (shown once), revoke, list, and the checks the auth rules need."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..db import Session
-from ..models import ApiToken
 from ..repositories import tokens as repo
+
+if TYPE_CHECKING:
+    from ..models import ApiToken
 
 
 def create(session: Session, name: str, scope: str) -> str:

@@ -3,12 +3,11 @@ statistics judge them once (service/stats/gate.py), and the answer is made here,
 per step: route -> comparisons.build -> stats judge -> GateOut / CompareOut."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.traces.diff import diff_summaries
 
 from ..db import Session
-from ..models import Run
 from ..repositories import runs as runs_repo
 from ..schemas import (
     CompareOut,
@@ -25,6 +24,9 @@ from ..stats.assess import Side
 from ..stats.gate import Judgement, MetricResult
 from . import comparisons
 from .comparisons import Comparisons, Selection
+
+if TYPE_CHECKING:
+    from ..models import Run
 
 
 def _side(s: Side) -> SideStats:
