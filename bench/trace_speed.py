@@ -10,8 +10,14 @@ then times `perfwarden analyze --json` on each and HTA's
 `TraceAnalysis(...).get_idle_time_breakdown()` on the Kineto one, each in its own process, and
 prints wall time and peak memory (max RSS of the process).
 
-    python bench/trace_speed.py [--mb 220] [--kernels 1000000] [--hta-python PATH]
+    python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
+    python bench/trace_speed.py --only-nsys --repeat 2   # nsys: this tree against the previous loader
+
+`--only-nsys` times, on the 1.08M-kernel export, `perfwarden analyze` and the loader alone from
+this tree and from commit NSYS_BASE (the loader before issue #24: rows as Python tuples), and a
+plain `sqlite3` + pandas read of the same tables (what an `nsys stats`-style report reads; no
+analysis), then prints PASS/FAIL for the goal (analyze under 5 s). HTA cannot read nsys exports.
 
 HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
 bench/out/venv-hta, created with `pip install holistictraceanalysis==0.5.0` when missing.
@@ -33,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 KINETO_SRC = ROOT / "tests" / "data" / "kineto_1layer_M8.json.gz"
 NSYS_SRC = ROOT / "data" / "h200" / "traces" / "tp1-overlap-eager-nsys_M1.sqlite.gz"
+NSYS_BASE = "3cc0ff1"  # the last commit with the row-by-row nsys loader
+NSYS_GOAL_S = 5.0
 
 
 def build_kineto(target_mb: int) -> Path:
@@ -139,6 +147,72 @@ def build_nsys(kernels: int) -> Path:
     return out
 
 
+NSYS_LOAD_SNIPPET = """
+import sys
+from collectors.traces.nsys import load_nsys_sqlite
+t = load_nsys_sqlite(sys.argv[1])
+print(len(t.ops), len(t.calls), len(t.ranges))
+"""
+
+PANDAS_SNIPPET = """
+import sqlite3, sys
+import pandas as pd
+con = sqlite3.connect(sys.argv[1])
+k = pd.read_sql_query("SELECT k.start, k.end, k.deviceId, k.streamId, k.correlationId, "
+                      "k.globalPid, s.value AS name, r.start AS call_start, r.end AS call_end, "
+                      "r.globalTid FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                      "JOIN StringIds s ON s.id = k.demangledName "
+                      "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId",
+                      con)
+n = pd.read_sql_query("SELECT start, end, globalTid, text FROM NVTX_EVENTS "
+                      "WHERE eventType IN (59, 60)", con)
+print(len(k), len(n))
+"""
+
+
+def base_tree(rev: str) -> Path:
+    """`collectors/` and `service/` of commit `rev`, unpacked under bench/out (once)."""
+    out = OUT / f"rev-{rev}"
+    if not (out / "collectors").exists():
+        out.mkdir(parents=True, exist_ok=True)
+        arc = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "collectors", "service"],
+                             capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=arc, check=True)
+    return out
+
+
+def nsys_compare(kernels: int, repeat: int, base: str) -> int:
+    """This tree against commit `base` and a pandas read, on one big nsys export; PASS/FAIL."""
+    path = build_nsys(kernels)
+    con = sqlite3.connect(path)
+    n_k = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    con.close()
+    old = base_tree(base)
+    rows = []
+    for tree, who in ((ROOT, "this tree"), (old, base)):  # -P: PYTHONPATH wins over the cwd
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        analyze = [sys.executable, "-P", "-m", "service.cli", "analyze", "--json", "--quiet",
+                   str(path)]
+        rows.append((f"perfwarden analyze ({who})", *measure(analyze, env, repeat)))
+        print(f"  {rows[-1][0]}: {rows[-1][1]:.2f} s", file=sys.stderr)
+        load = [sys.executable, "-P", "-c", NSYS_LOAD_SNIPPET, str(path)]
+        rows.append((f"load_nsys_sqlite only ({who})", *measure(load, env, repeat)))
+        print(f"  {rows[-1][0]}: {rows[-1][1]:.2f} s", file=sys.stderr)
+    rows.append(("sqlite3 + pandas read_sql (peer)",
+                 *measure([sys.executable, "-c", PANDAS_SNIPPET, str(path)], None, repeat)))
+    print(f"\nnsys export {path.name}: {n_k:,} kernels, {path.stat().st_size / 1e6:.0f} MB; "
+          f"best of {repeat} runs each, {os.cpu_count()} cores")
+    print(f"{'tool':<44} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
+    for tool, wall, rss, code in rows:
+        print(f"{tool:<44} {wall:>8.2f} {rss:>12.0f} {'yes' if code == 0 else 'NO':>4}")
+    (new_a, *_), (new_l, *_), (old_a, *_), (old_l, *_) = (r[1:] for r in rows[:4])
+    print(f"analyze: {old_a / new_a:.2f}x faster than {base}; loader: {old_l / new_l:.2f}x faster")
+    ok = rows[0][3] == 0 and new_a < NSYS_GOAL_S
+    print(f"goal: perfwarden analyze of {n_k:,} nsys kernels < {NSYS_GOAL_S:.0f} s: "
+          f"{new_a:.2f} s -> {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 def build_rank_set(single: Path, ranks: int) -> Path:
     """`ranks` copies of the Kineto file, each naming its own rank in distributedInfo (what HTA
     reads to tell ranks apart); perfwarden reads the rank from the file name."""
@@ -203,7 +277,7 @@ def hta_python(path: str | None) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=220)
-    ap.add_argument("--kernels", type=int, default=1_000_000)
+    ap.add_argument("--kernels", type=int, default=1_080_000)
     ap.add_argument("--hta-python")
     ap.add_argument("--skip-hta", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool and trace; best is kept")
@@ -211,8 +285,13 @@ def main() -> int:
                     help="also time a set of this many rank files (copies of the --mb file with "
                          "their own rank), all analyzed at once (perfwarden: in parallel)")
     ap.add_argument("--only-ranks", action="store_true", help="time the rank set only")
+    ap.add_argument("--only-nsys", action="store_true",
+                    help="time the nsys export only, against commit --nsys-base and pandas")
+    ap.add_argument("--nsys-base", default=NSYS_BASE)
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.only_nsys:
+        return nsys_compare(args.kernels, args.repeat, args.nsys_base)
     kin = build_kineto(args.mb)
     pw = [sys.executable, "-m", "service.cli", "analyze", "--json", "--quiet"]
     rows = []

@@ -10,7 +10,9 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import warnings
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,8 @@ OP_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_ME
 CALL_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
 NVTX_PUSHPOP, NVTX_STARTEND = 59, 60
 SYNC_STREAM_WAIT = 2
-CHUNK = 262144
+CHUNK = 262144  # rowids per read: a few MB of text each
+MAX_WORKERS = 4
 
 
 def is_sqlite(path: Path) -> bool:
@@ -35,13 +38,15 @@ def is_sqlite(path: Path) -> bool:
 class _Db:
     def __init__(self, path: Path):
         self.path = path
+        self.uri = f"file:{path}?mode=ro&immutable=1"
         try:
-            self.con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            self.con = sqlite3.connect(self.uri, uri=True)
             rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
             self.tables = {r[0] for r in rows}
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
         self._cols: dict[str, set[str]] = {}
+        self.workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
     def cols(self, table: str) -> set[str]:
         if table not in self._cols:
@@ -53,32 +58,57 @@ class _Db:
             return 0
         return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
-    def num(self, table: str, col: str) -> str:
-        """A column as an integer SQL expression (NULL -> -1; float timestamps are rounded)."""
+    def rowids(self, table: str) -> tuple[int, int] | None:
+        """(smallest rowid - 1, largest rowid): two B-tree seeks, no scan; None for a view."""
+        if table not in self.tables:
+            return (0, 0)
+        try:
+            lo, hi = (self.con.execute(f'SELECT {f}(rowid) FROM "{table}"').fetchone()[0]
+                      for f in ("min", "max"))
+        except sqlite3.OperationalError:
+            return None
+        return (int(lo) - 1, int(hi)) if isinstance(lo, int) and isinstance(hi, int) else (0, 0)
+
+    def num(self, table: str, col: str, null: int = -1) -> str:
+        """A column as an integer SQL expression (NULL -> `null`; float timestamps are rounded)."""
         if col not in self.cols(table):
-            return "-1"
+            return str(null)
         kind = self.con.execute(f'SELECT typeof("{col}") FROM "{table}" WHERE "{col}" IS NOT NULL '
                                 'LIMIT 1').fetchone()
         if kind and kind[0] == "real":
-            return f'CAST(ROUND("{col}") AS INTEGER)'
-        return f'COALESCE("{col}", -1)'
+            return f'COALESCE(CAST(ROUND("{col}") AS INTEGER), {null})'
+        return f'COALESCE("{col}", {null})'
 
-    def fetch(self, sql: str, ncols: int, progress: Progress | None = None,
+    def fetch(self, table: str, exprs: list[str], where: str, progress: Progress | None = None,
               label: str = "") -> np.ndarray:
-        """Integer rows as an (n, ncols) int64 array, read in chunks without Python tuples piling up."""
-        cur = self.con.execute(sql)
-        dt = np.dtype([(f"c{i}", np.int64) for i in range(ncols)])
+        """Integer columns of the rows matching `where`, in rowid order, as an (n, k) int64 array.
+
+        One pass over the table: SQLite prints each chunk of rows into one text of decimal numbers
+        (no Python object per value) and numpy parses it. Chunks are rowid ranges read on their
+        own connections in a few threads (sqlite3 releases the GIL while a statement runs)."""
+        row = f"printf('{','.join(['%d'] * len(exprs))}', {', '.join(exprs)})"
+        sql = f'SELECT count(*), group_concat({row}, \',\') FROM "{table}" WHERE ({where})'
+        ids = self.rowids(table)
+        spans: list[tuple[int, int] | None] = [None] if ids is None else [
+            (lo, lo + CHUNK) for lo in range(ids[0], ids[1], CHUNK)]
+
+        def one(span: tuple[int, int] | None) -> np.ndarray:
+            con = sqlite3.connect(self.uri, uri=True)
+            try:
+                q, args = (sql, ()) if span is None else (sql + " AND rowid > ? AND rowid <= ?", span)
+                n, text = con.execute(q, args).fetchone()
+            finally:
+                con.close()
+            return _parse(text, int(n), len(exprs), f"{self.path}: table {table}")
+
         parts = []
-        while True:
-            rows = cur.fetchmany(CHUNK)
-            if not rows:
-                break
-            parts.append(np.fromiter(rows, dtype=dt, count=len(rows)).view(np.int64)
-                         .reshape(len(rows), ncols))
-            if progress:
-                progress.advance(len(rows), label)
+        with ThreadPoolExecutor(self.workers) as pool:
+            for part in pool.map(one, spans):
+                parts.append(part)
+                if progress:
+                    progress.advance(part.shape[0], label)
         if not parts:
-            return np.zeros((0, ncols), dtype=np.int64)
+            return np.zeros((0, len(exprs)), dtype=np.int64)
         return np.concatenate(parts)
 
     def strings(self, ids: np.ndarray) -> dict[int, str]:
@@ -91,6 +121,21 @@ class _Db:
             q = f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(part))})"
             out.update((int(i), str(v)) for i, v in self.con.execute(q, part))
         return out
+
+
+def _parse(text: str | None, rows: int, ncols: int, where: str) -> np.ndarray:
+    """`rows` rows of `ncols` comma-separated integers; a value that is not one is a TraceError."""
+    if not rows:
+        return np.zeros((0, ncols), dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) where a value is not an integer
+        try:
+            flat = np.fromstring(text or "", dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError):
+            flat = np.zeros(0, dtype=np.int64)
+    if flat.size != rows * ncols:
+        raise TraceError(f"{where} holds a value that is not an integer where one is needed")
+    return flat.reshape(rows, ncols)
 
 
 def _int(a: np.ndarray) -> np.ndarray:
@@ -110,7 +155,8 @@ def load_nsys_sqlite(path: str | os.PathLike, progress: Progress | None = None) 
                                          "CUPTI_ACTIVITY_KIND_RUNTIME", "META_DATA_EXPORT",
                                          "EXPORT_META_DATA", "TARGET_INFO_GPU")):
         raise TraceError(f"{path}: SQLite file holds no Nsight Systems tables")
-    total = sum(db.count(t) for t, _ in OP_TABLES) + sum(db.count(t) for t in CALL_TABLES)
+    spans = [db.rowids(t) for t in [t for t, _ in OP_TABLES] + list(CALL_TABLES)]
+    total = sum(b - a for a, b in (s for s in spans if s))  # about the rows: no count(*) scans
     prog = progress or Progress(None)
     prog.start(total, f"reading {path.name}")
     ops = _load_ops(db, prog)
@@ -163,11 +209,9 @@ def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
                          if c in cols), "-")
         else:
             name = "copyKind"
-        n = lambda c, table=table: db.num(table, c)  # noqa: E731
-        sql = (f'SELECT {n("start")}, {n("end")}, {n("deviceId")}, {n("streamId")}, '
-               f'{n("correlationId")}, {n("globalPid")}, {n(name)} FROM "{table}"'
-               ' WHERE start IS NOT NULL AND "end" IS NOT NULL')
-        a = db.fetch(sql, 7, prog, "ops")
+        exprs = [db.num(table, c) for c in ("start", "end", "deviceId", "streamId", "correlationId",
+                                             "globalPid", name)]
+        a = db.fetch(table, exprs, 'start IS NOT NULL AND "end" IS NOT NULL', prog, "ops")
         if not a.shape[0]:
             continue
         name_col = _int(a[:, 6])
@@ -207,10 +251,8 @@ def _load_calls(db: _Db, prog: Progress) -> Calls:
         cols = db.cols(table)
         if not {"start", "end", "correlationId", "globalTid"} <= cols:
             continue
-        n = lambda c, table=table: db.num(table, c)  # noqa: E731
-        a = db.fetch(f'SELECT {n("start")}, {n("end")}, {n("globalTid")}, {n("correlationId")} '
-                     f'FROM "{table}" WHERE correlationId IS NOT NULL AND start IS NOT NULL', 4,
-                     prog, "calls")
+        exprs = [db.num(table, c) for c in ("start", "end", "globalTid", "correlationId")]
+        a = db.fetch(table, exprs, "correlationId IS NOT NULL AND start IS NOT NULL", prog, "calls")
         parts.append(a)
     a = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
     tid = _int(a[:, 2])
@@ -218,25 +260,34 @@ def _load_calls(db: _Db, prog: Progress) -> Calls:
 
 
 def _load_ranges(db: _Db) -> Ranges:
+    """NVTX push/pop and start/end ranges: numbers in one pass, names from `text` (read only for
+    the rows that hold one) or else `StringIds` via `textId`, decoded once per distinct id."""
     z = np.zeros(0, dtype=np.int64)
-    if "NVTX_EVENTS" not in db.tables:
+    table = "NVTX_EVENTS"
+    if table not in db.tables:
         return Ranges(z, z, z, z, [])
-    cols = db.cols("NVTX_EVENTS")
-    text = "e.text" if "text" in cols else "NULL"
-    join, value = "", "NULL"
-    if "textId" in cols and "StringIds" in db.tables:
-        join, value = " LEFT JOIN StringIds s ON s.id = e.textId", "s.value"
-    sql = (f'SELECT e.start, e."end", e.globalTid, COALESCE({text}, {value}) FROM NVTX_EVENTS e{join}'
-           f' WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND}) AND e."end" IS NOT NULL'
-           ' AND e.start IS NOT NULL')
-    rows = db.con.execute(sql).fetchall()
-    if not rows:
+    cols = db.cols(table)
+    where = (f'eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND}) AND "end" IS NOT NULL'
+             ' AND start IS NOT NULL')
+    has_text = "text" in cols
+    exprs = [db.num(table, "start"), db.num(table, "end"),
+             db.num(table, "globalTid", null=0),
+             db.num(table, "textId"),
+             "text IS NOT NULL" if has_text else "0"]
+    a = db.fetch(table, exprs, where)
+    if not a.shape[0]:
         return Ranges(z, z, z, z, [])
-    nums = np.rint(np.array([(r[0], r[1], r[2] if r[2] is not None else 0) for r in rows],
-                            dtype=np.float64)).astype(np.int64)
-    tid = nums[:, 2]
-    return Ranges(nums[:, 0].copy(), nums[:, 1].copy(), tid.copy(), _pid_of(tid),
-                  [r[3] if r[3] is not None else "" for r in rows])
+    text_id = a[:, 3]
+    lookup = db.strings(text_id[a[:, 4] == 0])
+    by_id = [lookup.get(int(i), "") for i in text_id.tolist()]
+    if has_text and a[:, 4].any():
+        texts = iter(r[0] for r in db.con.execute(
+            f'SELECT text FROM "{table}" WHERE ({where}) AND text IS NOT NULL ORDER BY rowid'))
+        names = [next(texts) if flag else name for flag, name in zip(a[:, 4].tolist(), by_id)]
+    else:
+        names = by_id
+    tid = _int(a[:, 2])
+    return Ranges(_int(a[:, 0]), _int(a[:, 1]), tid, _pid_of(tid), names)
 
 
 def _load_waits(db: _Db) -> tuple[list[StreamWait], bool]:

@@ -1,0 +1,100 @@
+"""The nsys loader gives, on every committed real export, exactly what the loader before issue #24's
+rewrite gave (commit 3cc0ff1): every column of the op model (a digest of its bytes and dtype), the
+names, ranges, stream waits and labels, and the whole `analyze` summary.
+
+The expected values in tests/data/nsys_frozen.json were written by that loader: this file run as a
+script in a checkout of 3cc0ff1 (`python -m tests.collectors.test_nsys_frozen`).
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collectors.traces import analyze_files
+from collectors.traces.model import Trace
+from collectors.traces.nsys import load_nsys_sqlite
+from tests.conftest import DATA, H200
+
+FROZEN = DATA / "nsys_frozen.json"
+FILES = sorted(p.name for p in (H200 / "traces").glob("*.sqlite.gz")) + ["nsys_two_streams.sqlite"]
+
+
+def _path(name: str) -> Path:
+    return DATA / name if (DATA / name).exists() else H200 / "traces" / name
+
+
+def _digest(a: np.ndarray) -> str:
+    return f"{a.dtype.str}:{a.shape[0]}:{hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()}"
+
+
+def _text(items) -> str:
+    return hashlib.sha256("\x00".join(map(str, items)).encode()).hexdigest()
+
+
+def fingerprint(t: Trace) -> dict:
+    cols = {f"{part}.{f}": _digest(getattr(getattr(t, part), f)) for part, fields in (
+        ("ops", ("start_ns", "end_ns", "device", "stream", "corr", "proc", "name_id", "kind")),
+        ("calls", ("start_ns", "end_ns", "thread", "corr", "proc")),
+        ("ranges", ("start_ns", "end_ns", "thread", "proc"))) for f in fields}
+    return {**cols, "names": _text(t.names), "range_names": _text(t.ranges.names),
+            "waits": _text(t.waits), "device_labels": {str(k): v for k, v in t.device_labels.items()},
+            "producer": t.producer, "has_sync_records": t.has_sync_records,
+            "graph_trace_rows": t.graph_trace_rows, "warnings": t.warnings,
+            "range_name_counts": _text(sorted(t.range_name_counts.items()))}
+
+
+def _plain(name: str, tmp: Path) -> Path:
+    src = _path(name)
+    if not name.endswith(".gz"):
+        return src
+    out = tmp / name.removesuffix(".gz")
+    with gzip.open(src) as a, open(out, "wb") as b:
+        shutil.copyfileobj(a, b)
+    return out
+
+
+@pytest.fixture(scope="module")
+def frozen() -> dict:
+    return json.loads(FROZEN.read_text())
+
+
+def test_every_committed_export_is_frozen(frozen):
+    assert sorted(frozen) == sorted(FILES) and len(FILES) >= 7
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_loader_output_unchanged(name, frozen, tmp_path):
+    got = fingerprint(load_nsys_sqlite(_plain(name, tmp_path)))
+    want = frozen[name]["trace"]
+    assert {k: v for k, v in got.items() if got[k] != want.get(k)} == {}
+    assert got == want
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_summary_unchanged(name, frozen):
+    got = json.loads(json.dumps(analyze_files([_path(name)]), sort_keys=True))
+    assert got == frozen[name]["summary"]
+
+
+def freeze(load: Callable[[Path], Trace], tmp: Path) -> dict:
+    out = {}
+    for name in FILES:
+        out[name] = {"trace": fingerprint(load(_plain(name, tmp))),
+                     "summary": json.loads(json.dumps(analyze_files([_path(name)]), sort_keys=True))}
+    return out
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        FROZEN.write_text(json.dumps(freeze(load_nsys_sqlite, Path(d)), indent=1, sort_keys=True)
+                          + "\n")
+    print(f"wrote {FROZEN}")
