@@ -247,3 +247,4 @@ class Job(Base):
     last_error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+from .series_state import PendingEvaluation, SeriesState  # noqa: E402,F401  (registers the tables)
