@@ -33,7 +33,7 @@ def main() -> int:
     from service.main import create_app
     from service.migrate import upgrade
     from service.models import Sample
-    from service.repositories import runs
+    from service.repositories import ingest
     from service.schemas import RunIn
 
     ap = argparse.ArgumentParser()
@@ -53,7 +53,7 @@ def main() -> int:
         with transaction(app.state.sessions) as s:
             for i in range(start, min(args.runs, start + 500)):
                 body = RunIn.model_validate(run_body(i, 10, args.series))
-                runs.create_run(s, body, runs.body_hash(body))
+                ingest.create_run(s, body, ingest.body_hash(body))
         print(f"history: {min(args.runs, start + 500):,}/{args.runs:,} runs", file=sys.stderr)
     print(f"stored {args.runs:,} runs in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     c = TestClient(app)

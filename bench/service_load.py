@@ -1,32 +1,42 @@
 #!/usr/bin/env python3
-"""Service speed against PostgreSQL with a large history: ingest rate over HTTP, then gate latency
+"""Service speed against PostgreSQL with a large history: ingest rate over HTTP (overall and per
+window of --window runs, to show whether it holds as the history grows), then gate latency
 p50/p99 under a steady request rate from a second process on loopback. Compared against the
-issue's goals (ingest >= 500 runs/s; gate p99 < 50 ms at 50 requests/s).
+issue's goals (ingest >= 2,000 runs/s to the last run; gate p99 < 50 ms at 50 requests/s).
 
     python bench/service_load.py [--runs 100000] [--samples 10] [--rate 50] [--seconds 30]
-                                 [--batch 100] [--clients 8] [--workers 2] [--ingest-only]
+                                 [--batch 100] [--clients 4] [--workers 2] [--window 100000]
+                                 [--ingest-only] [--traces 8 --trace-mb 251]
+                                 [--before REV --repeat 2]
 
 --batch N posts N records per request to POST /api/v1/runs/batch (one transaction each), as
-`perfwarden ingest` and `collect --server` do; --batch 1 posts one record per POST /api/v1/runs.
+`perfwarden ingest` and `collect --server` do. A `perfwarden worker` runs beside the API (alert
+evaluation and trace analysis are durable jobs); the table says how long after the last ingest
+response its queue was empty. --traces N uploads an N-rank Kineto trace set of --trace-mb MB
+per file (bench/trace_speed.py's builder) while the gate is measured, and waits for its analysis.
 
---before REV (with --ingest-only) measures the ingest twice per --repeat, alternating: the
-service of commit REV (exported with `git archive`) and this tree's, which runs alert evaluation
-as durable jobs in a `perfwarden worker` process beside the API; the table puts them side by
-side, with how long after the last ingest response the worker had evaluated everything.
+--before REV measures each pass twice per --repeat, alternating: the service of commit REV
+(exported with `git archive`) and this tree's, each on a fresh database; the table puts them
+side by side.
 
-Needs PostgreSQL on 127.0.0.1:5432 (user postgres). Creates and drops database pw_bench_load.
+Needs PostgreSQL on 127.0.0.1:5432 (user postgres). Creates and drops database pw_bench_load_PID.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -35,6 +45,8 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 DB = f"pw_bench_load_{os.getpid()}"  # a database of its own: others may run this too
+DSN = ADMIN.rsplit("/", 1)[0] + f"/{DB}"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)  # runs arrive in time order, as CI posts them
 
 LOAD_SNIPPET = r"""
 import json, sys, time, threading, httpx
@@ -71,10 +83,178 @@ def run_body(i: int, samples: int, series: int) -> dict:
     return {"benchmark": "load-decode", "config": {"tp": 8, "batch_size": [1, 4, 7, 8][i % 4],
                                                    "variant": i % series},
             "hardware": {"gpu": "NVIDIA H200", "gpu_count": 8}, "commit": f"{i:08x}",
-            "label": f"ci-{i}", "started_at": f"2026-{1 + i % 11:02d}-{1 + i % 27:02d}T00:00:00Z",
+            "label": f"ci-{i}", "started_at": (T0 + timedelta(seconds=i)).isoformat(),
             "metrics": {"tok_s": {"samples": [base + 0.3 * ((i + k) % 5) for k in range(samples)]},
                         "kv_capacity_tokens": {"samples": [578368]}},
             "idempotency_key": f"load-{i}"}
+
+
+def _admin(sql: str) -> None:
+    with psycopg.connect(ADMIN, autocommit=True) as con:
+        con.execute(sql)
+
+
+def start_service(tree: Path, workers: int) -> tuple[list[subprocess.Popen], str]:
+    """The API of `tree` on a fresh database, and a `perfwarden worker` when the tree has
+    durable jobs. Returns the processes and the URL."""
+    _admin(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    _admin(f"CREATE DATABASE {DB}")
+    env = {**os.environ, "PERFWARDEN_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}",
+           "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data"), "PYTHONPATH": str(tree)}
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+                               "--migrate", "--workers", str(workers)], cwd=tree, env=env)]
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    if (tree / "service" / "jobs").is_dir():
+        procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
+                                      cwd=tree, env=env, stderr=subprocess.DEVNULL))
+    return procs, url
+
+
+def stop_service(procs: list[subprocess.Popen]) -> None:
+    for p in reversed(procs):
+        p.terminate()
+        p.wait(30)
+    _admin(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+
+
+def _rate(a: tuple[int, float], b: tuple[int, float]) -> float:
+    return (b[0] - a[0]) / max(b[1] - a[1], 1e-9)
+
+
+def ingest(args, url: str) -> dict:
+    """Post the runs from --clients threads; runs/s overall and per window of --window runs."""
+    t0 = time.perf_counter()
+    done, marks = [0], [(0, 0.0)]
+    lock = threading.Lock()
+
+    def client(k: int) -> int:
+        mine = list(range(k, args.runs, args.clients))
+        with httpx.Client(base_url=url, timeout=300) as c:
+            for j in range(0, len(mine), args.batch):
+                chunk = [run_body(i, args.samples, args.series) for i in mine[j:j + args.batch]]
+                r = c.post("/api/v1/runs/batch", json={"runs": chunk})
+                assert r.status_code in (200, 201), r.text
+                with lock:
+                    done[0] += len(chunk)
+                    if done[0] - marks[-1][0] >= args.window:
+                        marks.append((done[0], time.perf_counter() - t0))
+                        print(f"  {done[0]:,} runs: {_rate(marks[-2], marks[-1]):,.0f} runs/s in "
+                              "the last window", file=sys.stderr, flush=True)
+        return len(mine)
+
+    with ThreadPoolExecutor(args.clients) as ex:
+        total = sum(ex.map(client, range(args.clients)))
+    seconds = time.perf_counter() - t0
+    if marks[-1][0] < total:
+        marks.append((total, seconds))
+    return {"rate": total / seconds, "seconds": seconds,
+            "windows": [_rate(a, b) for a, b in zip(marks, marks[1:])]}
+
+
+def _pending_jobs() -> int:
+    with psycopg.connect(DSN) as con:
+        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE status IN "
+                          "('todo', 'doing')").fetchone()
+    return int(row[0]) if row else 0
+
+
+def wait_for_jobs(timeout_s: float = 3600) -> float:
+    t0 = time.perf_counter()
+    while _pending_jobs() and time.perf_counter() - t0 < timeout_s:
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
+def upload_traces(url: str, run_id: int, ranks: int, mb: int) -> threading.Thread:
+    """A thread that uploads an `ranks`-file Kineto set (trace_speed.py's builder) to a run."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from trace_speed import build_kineto, build_rank_set
+
+    folder = build_rank_set(build_kineto(mb), ranks)
+
+    def go() -> None:
+        with httpx.Client(base_url=url, timeout=600) as c:
+            for r in range(ranks):
+                with open(folder / f"rank{r}.json", "rb") as f:
+                    resp = c.post(f"/api/v1/runs/{run_id}/traces",
+                                  params={"filename": f"rank{r}.json", "set_size": ranks},
+                                  content=f)
+                assert resp.status_code in (200, 202), resp.text
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def gate(args, url: str) -> dict:
+    """Gate p50/p99 at --rate requests/s for --seconds (with --traces, while a trace set is
+    uploaded and analyzed)."""
+    ids = httpx.get(f"{url}/api/v1/runs", params={"benchmark": "load-decode", "limit": 1000},
+                    timeout=60).json()["data"]
+    same = [r["id"] for r in ids if r["config"]["batch_size"] == 1 and r["config"]["variant"] == 0]
+    httpx.post(f"{url}/api/v1/baselines", json={"name": "v17", "benchmark": "load-decode",
+                                                 "run_ids": same[1:9]}, timeout=60)
+    body = json.dumps({"benchmark": "load-decode", "baseline": "v17", "run_ids": [same[0]]})
+    httpx.post(f"{url}/api/v1/gate", content=body, timeout=60)  # warm
+    uploads = upload_traces(url, same[-1], args.traces, args.trace_mb) if args.traces else None
+    out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, url, str(args.rate),
+                          str(args.seconds), body], capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout)
+    if uploads is not None:
+        uploads.join()
+    lat = sorted(res["lat"])
+    return {"p50": statistics.median(lat) * 1000,
+            "p99": lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000,
+            "sent": res["sent"], "errors": res["errors"]}
+
+
+def one_pass(args, tree: Path) -> dict:
+    procs, url = start_service(tree, args.workers)
+    try:
+        res = ingest(args, url)
+        res["caught_up"] = wait_for_jobs() if len(procs) > 1 else None
+        with psycopg.connect(DSN, autocommit=True) as con:
+            con.execute("VACUUM ANALYZE")  # as autovacuum leaves a settled production database
+        if not args.ingest_only:
+            res.update(gate(args, url))
+            if args.traces:
+                res["traces_s"] = wait_for_jobs()
+    finally:
+        stop_service(procs)
+    return res
+
+
+def report(args, rows: list[tuple[str, dict]]) -> None:
+    print(f"\n{args.runs:,} runs, {args.samples} samples each, {args.series * 4} series; batches of "
+          f"{args.batch}, {args.clients} clients, {args.workers} uvicorn workers; PostgreSQL"
+          + (f"; gate measured while {args.traces} rank traces of {args.trace_mb} MB were "
+             "uploaded and analyzed" if args.traces and not args.ingest_only else ""))
+    print(f"{'service':<26} {'pass':>4} {'ingest':>12} {'ingest time':>12} {'jobs done':>16} "
+          f"{'gate p50':>10} {'gate p99':>10}")
+    for i, (name, r) in enumerate(rows):
+        jobs = "-" if r["caught_up"] is None else f"+{r['caught_up']:.1f} s"
+        p50 = f"{r['p50']:.1f} ms" if "p50" in r else "-"
+        p99 = f"{r['p99']:.1f} ms" if "p99" in r else "-"
+        k = i // (2 if args.before else 1) + 1
+        print(f"{name:<26} {k:>4} {r['rate']:>8,.0f} r/s {r['seconds']:>10.1f} s {jobs:>16} "
+              f"{p50:>10} {p99:>10}")
+    print(f"\nruns/s per window of {args.window:,} runs (goal: >= 2,000 to the last run):")
+    for name, r in rows:
+        print(f"{name:<26} " + " ".join(f"{w:>6,.0f}" for w in r["windows"]))
+    for name in dict(rows):
+        mine = [r for n, r in rows if n == name]
+        line = (f"best of {len(mine)}, {name}: {max(r['rate'] for r in mine):,.0f} runs/s "
+                f"overall, {max(r['windows'][-1] for r in mine):,.0f} in the last window")
+        if "p99" in mine[0]:
+            line += f", gate p99 {min(r['p99'] for r in mine):.1f} ms (goal < 50 ms)"
+        print(line)
 
 
 def main() -> int:
@@ -82,189 +262,33 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--series", type=int, default=25)
-    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=100, help="records per request (1: single posts)")
+    ap.add_argument("--batch", type=int, default=100, help="records per request")
+    ap.add_argument("--window", type=int, default=100_000, help="runs per printed window")
     ap.add_argument("--ingest-only", action="store_true", help="skip the gate latency part")
-    ap.add_argument("--before", metavar="REV", help="ingest only: compare against commit REV")
-    ap.add_argument("--repeat", type=int, default=2, help="with --before: passes of each")
+    ap.add_argument("--traces", type=int, default=0, help="rank traces uploaded during the gate")
+    ap.add_argument("--trace-mb", type=int, default=251, help="size of each rank trace")
+    ap.add_argument("--before", metavar="REV", help="compare against the service of commit REV")
+    ap.add_argument("--repeat", type=int, default=1, help="passes of each service")
     args = ap.parse_args()
-    if args.before:
-        return compare_before(args)
-    with psycopg.connect(ADMIN, autocommit=True) as con:
-        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        con.execute(f"CREATE DATABASE {DB}")
-    url_db = f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}"
-    port = free_port()
-    env = {**os.environ, "PERFWARDEN_DATABASE_URL": url_db,
-           "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data")}
-    server = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
-                               "--migrate", "--workers", str(args.workers)], cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        # ingest
-        done = [0]
-        t0 = time.perf_counter()
-
-        def ingest(worker: int) -> int:
-            n = 0
-            mine = list(range(worker, args.runs, args.clients))
-            with httpx.Client(base_url=url, timeout=120) as c:
-                for j in range(0, len(mine), args.batch):
-                    chunk = [run_body(i, args.samples, args.series) for i in mine[j:j + args.batch]]
-                    if args.batch == 1:
-                        r = c.post("/api/v1/runs", json=chunk[0])
-                    else:
-                        r = c.post("/api/v1/runs/batch", json={"runs": chunk})
-                    assert r.status_code in (200, 201), r.text
-                    n += len(chunk)
-                    done[0] += len(chunk)
-                    if worker == 0 and (n // args.batch) % max(1, 2000 // args.batch) == 0:
-                        el = time.perf_counter() - t0
-                        print(f"ingest: {done[0]:,}/{args.runs:,} runs, {done[0] / el:,.0f} runs/s",
-                              file=sys.stderr, flush=True)
-            return n
-
-        with ThreadPoolExecutor(args.clients) as ex:
-            total = sum(ex.map(ingest, range(args.clients)))
-        ingest_s = time.perf_counter() - t0
-        with psycopg.connect(ADMIN.rsplit("/", 1)[0] + f"/{DB}", autocommit=True) as con:
-            con.execute("VACUUM ANALYZE")  # as autovacuum leaves a settled production database
-        if args.ingest_only:
-            with psycopg.connect(ADMIN.rsplit("/", 1)[0] + f"/{DB}") as con:
-                n_runs = (con.execute("SELECT count(*) FROM runs").fetchone() or (0,))[0]
-            print(f"\nhistory: {n_runs:,} runs; {args.workers} uvicorn worker(s); {args.clients} "
-                  f"clients; {args.batch} record(s) per request")
-            print(f"ingest: {total / ingest_s:,.0f} runs/s (goal >= 500 runs/s)")
-            return 0
-        ids = httpx.get(f"{url}/api/v1/runs", params={"benchmark": "load-decode", "limit": 1000},
-                        timeout=60).json()["data"]
-        same = [r["id"] for r in ids if r["config"]["batch_size"] == 1 and r["config"]["variant"] == 0]
-        httpx.post(f"{url}/api/v1/baselines", json={"name": "v17", "benchmark": "load-decode",
-                                                     "run_ids": same[1:9]}, timeout=60)
-        body = json.dumps({"benchmark": "load-decode", "baseline": "v17", "run_ids": [same[0]]})
-        httpx.post(f"{url}/api/v1/gate", content=body, timeout=60)  # warm
-        out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET, url, str(args.rate),
-                              str(args.seconds), body], capture_output=True, text=True, check=True)
-        res = json.loads(out.stdout)
-        lat = sorted(res["lat"])
-        p50 = statistics.median(lat) * 1000
-        p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] * 1000
-        with psycopg.connect(ADMIN.rsplit("/", 1)[0] + f"/{DB}") as con:
-            n_runs = (con.execute("SELECT count(*) FROM runs").fetchone() or (0,))[0]
-            n_samples = (con.execute("SELECT count(*) FROM samples").fetchone() or (0,))[0]
-    finally:
-        server.terminate()
-        server.wait(20)
-    rate = total / ingest_s
-    print(f"\nhistory: {n_runs:,} runs, {n_samples:,} samples in PostgreSQL; "
-          f"{args.workers} uvicorn worker(s); {args.clients} ingest clients")
-    print(f"{'figure':<34} {'measured':>12} {'goal':>12}")
-    how = "POST /api/v1/runs" if args.batch == 1 else f"batches of {args.batch}"
-    print(f"{'ingest (' + how + ')':<34} {rate:>8,.0f} r/s {'>= 500 r/s':>12}")
-    print(f"{'gate p50 at ' + format(args.rate, 'g') + ' req/s':<34} {p50:>9.1f} ms {'':>12}")
-    print(f"{'gate p99 at ' + format(args.rate, 'g') + ' req/s':<34} {p99:>9.1f} ms {'< 50 ms':>12}")
-    print(f"gate requests: {res['sent']} sent over {res['elapsed']:.1f} s, {res['errors']} errors")
-    with psycopg.connect(ADMIN, autocommit=True) as con:
-        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-    return 0
-
-
-
-def _pending_jobs(dsn: str) -> int:
-    with psycopg.connect(dsn) as con:
-        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE status IN "
-                          "('todo', 'doing')").fetchone()
-    return int(row[0]) if row else 0
-
-
-def ingest_pass(args, tree: Path, worker: bool) -> dict:
-    """One ingest into a fresh database by the service of `tree` (with a `perfwarden worker`
-    beside it when `worker`): runs/s over the request path, and for the worker how long after
-    the last response the queue was empty (every evaluation done)."""
-    with psycopg.connect(ADMIN, autocommit=True) as con:
-        con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        con.execute(f"CREATE DATABASE {DB}")
-    dsn = ADMIN.rsplit("/", 1)[0] + f"/{DB}"
-    env = {**os.environ, "PERFWARDEN_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{DB}",
-           "PERFWARDEN_DATA_DIR": str(ROOT / "bench" / "out" / "load-data"), "PYTHONPATH": str(tree)}
-    port = free_port()
-    procs = [subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
-                               "--migrate", "--workers", str(args.workers)], cwd=tree, env=env)]
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        if worker:
-            procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
-                                          cwd=tree, env=env, stderr=subprocess.DEVNULL))
-        t0 = time.perf_counter()
-
-        def ingest(client: int) -> int:
-            mine = list(range(client, args.runs, args.clients))
-            with httpx.Client(base_url=url, timeout=300) as c:
-                for j in range(0, len(mine), args.batch):
-                    chunk = [run_body(i, args.samples, args.series) for i in mine[j:j + args.batch]]
-                    r = c.post("/api/v1/runs/batch", json={"runs": chunk})
-                    assert r.status_code in (200, 201), r.text
-            return len(mine)
-
-        with ThreadPoolExecutor(args.clients) as ex:
-            total = sum(ex.map(ingest, range(args.clients)))
-        ingest_s = time.perf_counter() - t0
-        caught_up = None
-        if worker:
-            while _pending_jobs(dsn):
-                time.sleep(0.2)
-            caught_up = time.perf_counter() - t0 - ingest_s
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait(30)
-        with psycopg.connect(ADMIN, autocommit=True) as con:
-            con.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-    return {"rate": total / ingest_s, "seconds": ingest_s, "caught_up": caught_up}
-
-
-def compare_before(args) -> int:
-    import tarfile
-    import tempfile
-
+    rows: list[tuple[str, dict]] = []
     with tempfile.TemporaryDirectory(prefix="pw-before-") as tmp:
-        archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, check=True,
-                                 capture_output=True).stdout
-        import io
-
-        tarfile.open(fileobj=io.BytesIO(archive)).extractall(tmp, filter="data")
-        rows: list[tuple[str, dict]] = []
+        trees = [("after (this tree)", ROOT)]
+        if args.before:
+            archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, check=True,
+                                     capture_output=True).stdout
+            tarfile.open(fileobj=io.BytesIO(archive)).extractall(tmp, filter="data")
+            trees.insert(0, (f"before ({args.before})", Path(tmp)))
         for k in range(args.repeat):
-            for name, tree, worker in ((f"before ({args.before})", Path(tmp), False),
-                                       ("after (this tree)", ROOT, True)):
-                res = ingest_pass(args, tree, worker)
-                print(f"pass {k + 1}: {name}: {res['rate']:,.0f} runs/s", file=sys.stderr, flush=True)
+            for name, tree in trees:
+                res = one_pass(args, tree)
+                print(f"pass {k + 1}: {name}: {res['rate']:,.0f} runs/s", file=sys.stderr,
+                      flush=True)
                 rows.append((name, res))
-    print(f"\n{args.runs:,} runs, {args.samples} samples each, {args.series * 4} series; batches of "
-          f"{args.batch}, {args.clients} clients, {args.workers} uvicorn workers; PostgreSQL")
-    print(f"{'service':<26} {'pass':>4} {'ingest':>12} {'ingest time':>12} {'evaluations done':>22}")
-    for i, (name, r) in enumerate(rows):
-        done = "in the request's worker" if r["caught_up"] is None else \
-            f"{r['caught_up']:.1f} s after the last"
-        print(f"{name:<26} {i // 2 + 1:>4} {r['rate']:>8,.0f} r/s {r['seconds']:>10.1f} s {done:>22}")
-    for name in dict(rows):
-        best = max(r["rate"] for n, r in rows if n == name)
-        print(f"best of {args.repeat}, {name}: {best:,.0f} runs/s")
+    report(args, rows)
     return 0
 
 

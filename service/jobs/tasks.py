@@ -60,8 +60,7 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
     with transaction(ctx.sessions) as session:
         try:
-            new = alerts.evaluate_benchmark(session, str(args["benchmark"]),
-                                            [int(i) for i in args.get("run_ids") or []])
+            new = alerts.evaluate_benchmark(session, str(args["benchmark"]))
         except DomainError as e:  # the benchmark went away meanwhile
             log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
             return

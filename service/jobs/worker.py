@@ -14,8 +14,13 @@ log = logging.getLogger("perfwarden.jobs")
 
 
 def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
-        stop: threading.Event | None = None, signals: bool = True) -> None:
-    """Run jobs until stopped (or, with wait=False, until none is due)."""
+        stop: threading.Event | None = None, signals: bool = True, sweep: bool = True) -> None:
+    """Run jobs until stopped (or, with wait=False, until none is due); first, with `sweep`,
+    queue again the analysis of traces left pending (jobs/sweep.py)."""
+    if sweep:
+        from .sweep import requeue_pending
+
+        requeue_pending(settings, sessions)
     if settings.is_sqlite:
         from .table import TableWorker
 
@@ -43,8 +48,10 @@ def drain(settings: Settings, sessions: sessionmaker[Session], timeout_s: float 
     """Run jobs here until no job waits or runs (retries included: it waits out their backoff).
     Another worker may take some of them meanwhile; this waits for those too."""
     end = time.monotonic() + timeout_s
+    first = True
     while True:
-        run(settings, sessions, wait=False, signals=False)
+        run(settings, sessions, wait=False, signals=False, sweep=first)
+        first = False
         if pending(settings, sessions) == 0:
             return
         if time.monotonic() > end:

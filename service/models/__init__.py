@@ -6,10 +6,12 @@ from .benchmarks import Benchmark, MetricDef, Series
 from .bot import PrComment
 from .jobs import Job
 from .runs import Run, RunMetric, Sample
+from .series_state import PendingEvaluation, SeriesState
 from .tokens import ApiToken
 from .traces import TraceFile
 
 __all__ = [
     'NAME', 'Base', 'Benchmark', 'Series', 'MetricDef', 'Run', 'Sample', 'RunMetric',
     'TraceFile', 'Baseline', 'BaselineHistory', 'ApiToken', 'PrComment', 'Alert', 'Job',
+    'PendingEvaluation', 'SeriesState',
 ]

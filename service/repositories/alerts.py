@@ -1,6 +1,8 @@
 """Alert rows."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -12,7 +14,10 @@ def of_series(session: Session, series_id: int, metric: str) -> list[Alert]:
                                                     Alert.metric == metric)))
 
 
-def add(session: Session, alert: Alert) -> Alert:
+def add(session: Session, **fields) -> Alert:
+    """A new open alert (not yet delivered) with these fields."""
+    now = datetime.now(timezone.utc)
+    alert = Alert(**fields, state="open", created_at=now, updated_at=now, webhook_attempts=0)
     session.add(alert)
     session.flush()
     return alert

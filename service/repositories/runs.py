@@ -1,23 +1,31 @@
-"""Run storage and queries. Repositories never commit: the caller owns the transaction."""
+"""Run rows: look-ups, the run list, the JSON of one run, deletion, and the reads the use cases
+make of many runs at once (the bulk ingest is repositories/ingest.py, history queries
+repositories/history.py, series rows repositories/series.py). Repositories never commit: the
+caller owns the transaction."""
 from __future__ import annotations
 
-import hashlib
 import json
-import statistics
 import weakref
-from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import cast
 
-from sqlalchemy import Table, delete, func, or_, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from collectors.metrics import UNKNOWN_THRESHOLD_PCT, lookup
+from collectors.metrics import lookup
 
-from ..errors import Conflict, DomainError, Invalid, NotFound
-from ..models import Baseline, Benchmark, MetricDef, Run, RunMetric, Sample, Series, TraceFile
-from ..schemas import RunIn
+from ..errors import NotFound
+from ..models import (
+    Baseline,
+    Benchmark,
+    MetricDef,
+    Run,
+    RunMetric,
+    Sample,
+    Series,
+    SeriesState,
+    TraceFile,
+)
+from .history import filter_runs
 
 
 def utc(dt: datetime | None) -> str | None:
@@ -35,30 +43,10 @@ def canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def body_hash(run: RunIn) -> str:
-    body = run.model_dump(mode="json", exclude={"idempotency_key", "trace_files"},
-                          exclude_none=True)
-    return hashlib.sha256(canonical(body).encode()).hexdigest()
-
-
-def _get_or_create(session: Session, model, lookup: dict, create: dict):
-    obj = session.scalars(select(model).filter_by(**lookup)).first()
-    if obj is not None:
-        return obj
-    try:
-        with session.begin_nested():
-            obj = model(**lookup, **create)
-            session.add(obj)
-            session.flush()
-        return obj
-    except IntegrityError:  # created concurrently: take theirs
-        return session.scalars(select(model).filter_by(**lookup)).one()
-
-
 _IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _cache(session: Session) -> dict:
+def cache(session: Session) -> dict:
     """Per-engine cache of rows that never change once written (benchmark and series ids,
     registered metric definitions): spares the hot ingest path a query each."""
     engine = session.get_bind()
@@ -68,113 +56,20 @@ def _cache(session: Session) -> dict:
     return c
 
 
-def benchmark(session: Session, name: str, create: bool = False) -> Benchmark | None:
-    if create:
-        return _get_or_create(session, Benchmark, {"name": name},
-                              {"created_at": datetime.now(timezone.utc)})
+def benchmark(session: Session, name: str) -> Benchmark | None:
     return session.scalars(select(Benchmark).where(Benchmark.name == name)).first()
 
 
 def benchmark_id(session: Session, name: str) -> int | None:
     """The id of an existing benchmark (cached once seen), or None."""
-    cache = _cache(session)
+    ids = cache(session)
     key = ("benchmark", name)
-    if key not in cache:
+    if key not in ids:
         found = benchmark(session, name)
         if found is None:
             return None
-        cache[key] = found.id
-    return cache[key]
-
-
-def _benchmark_id(session: Session, name: str) -> int:
-    cache = _cache(session)
-    key = ("benchmark", name)
-    if key in cache:
-        return cache[key]
-    mine = _made_here(session)
-    if key in mine:
-        return mine[key]
-    found = benchmark(session, name)
-    if found is not None:  # only committed rows are cached, never one this transaction made
-        cache[key] = found.id
-        return found.id
-    created = benchmark(session, name, create=True)
-    assert created is not None
-    mine[key] = created.id
-    return created.id
-
-
-def _made_here(session: Session) -> dict:
-    """Rows this transaction created: looked up here, never put in the shared cache (the
-    transaction may still roll back)."""
-    return session.info.setdefault("pw_made_here", {})
-
-
-def _series_id(session: Session, bench_id: int, config: dict, hardware: dict) -> int:
-    h, gpu, count = series_key(config, hardware)
-    cache = _cache(session)
-    key = ("series", bench_id, h, gpu, count)
-    if key in cache:
-        return cache[key]
-    mine = _made_here(session)
-    if key in mine:
-        return mine[key]
-    lookup = {"benchmark_id": bench_id, "config_hash": h, "gpu": gpu, "gpu_count": count}
-    found = session.scalars(select(Series).filter_by(**lookup)).first()
-    if found is not None:  # committed: this transaction's own rows are in `mine`
-        cache[key] = found.id
-        return found.id
-    made = mine[key] = _get_or_create(session, Series, lookup, {"config": config}).id
-    return made
-
-
-def series_key(config: dict, hardware: dict) -> tuple[str, str, int]:
-    cfg = canonical(config)
-    return (hashlib.sha256(cfg.encode()).hexdigest(), str(hardware.get("gpu") or ""),
-            int(hardware.get("gpu_count") or 0))
-
-
-def check_registry(session: Session, run: RunIn) -> dict[str, tuple[str, str]]:
-    """Unit and direction per metric; refuses a known metric given another unit or direction."""
-    cache = _cache(session)
-    names = [n for n in run.metrics if ("metric", n) not in cache and lookup(n) is None]
-    if names:
-        for row in session.scalars(select(MetricDef).where(MetricDef.name.in_(names))):
-            cache[("metric", row.name)] = (row.unit, row.direction)
-    known = {n: cache[("metric", n)] for n in run.metrics if ("metric", n) in cache}
-    out = {}
-    for name, m in run.metrics.items():
-        ref = known.get(name)
-        if ref is None and (spec := lookup(name)) is not None:
-            ref = (spec.unit, spec.direction)
-        if ref is not None:
-            unit, direction = ref
-            if m.direction is not None and m.direction != direction:
-                raise Invalid(f"metrics.{name}.direction: {name} is "
-                               f"'{direction}' is better, not '{m.direction}'",
-                               f"metrics.{name}.direction")
-            if m.unit and unit and m.unit != unit:
-                raise Invalid(f"metrics.{name}.unit: {name} is measured "
-                               f"in '{unit}', not '{m.unit}'", f"metrics.{name}.unit")
-            out[name] = (unit or m.unit, direction)
-        else:
-            if m.direction is None:
-                raise Invalid(f"metrics.{name}.direction: unknown "
-                               "metric needs a direction ('higher' or 'lower' is better)",
-                               f"metrics.{name}.direction")
-            out[name] = (m.unit, m.direction)
-    return out
-
-
-def _register_unknown(session: Session, defs: dict[str, tuple[str, str]]) -> None:
-    cache = _cache(session)
-    for name, (unit, direction) in defs.items():
-        if lookup(name) is None and ("metric", name) not in cache:  # cached once committed
-            _get_or_create(session, MetricDef, {"name": name},
-                           {"unit": unit, "direction": direction,
-                            "threshold_pct": UNKNOWN_THRESHOLD_PCT, "exact": False, "gated": True,
-                            "builtin": False})
+        ids[key] = found.id
+    return ids[key]
 
 
 def keyed(session: Session, keys: list[str]) -> dict[str, tuple[int, str]]:
@@ -190,103 +85,6 @@ def keyed(session: Session, keys: list[str]) -> dict[str, tuple[int, str]]:
 
 def find_by_key(session: Session, key: str) -> Run | None:
     return session.scalars(select(Run).where(Run.idempotency_key == key)).first()
-
-
-RUNS = cast(Table, Run.__table__)
-SAMPLES = cast(Table, Sample.__table__)
-RUN_METRICS = cast(Table, RunMetric.__table__)
-
-
-def create_run(session: Session, run: RunIn, digest: str, check_key: bool = True
-               ) -> tuple[int, bool]:
-    """Store a run with its samples. Returns (id, created). 409 for a reused key, other body.
-
-    `check_key=False` skips the look-up of the idempotency key: the unique constraint still
-    refuses a reused key (IntegrityError), and the caller retries with the look-up."""
-    if run.idempotency_key and check_key:
-        prior = find_by_key(session, run.idempotency_key)
-        if prior is not None:
-            return _same_or_conflict(prior, digest)
-    return create_runs(session, [run], [digest])[0], True
-
-
-def create_runs(session: Session, runs: list[RunIn], digests: list[str],
-                on_error: Callable[[int, DomainError], None] | None = None) -> list[int]:
-    """Store new runs with their samples: one INSERT ... RETURNING for the runs, one
-    executemany each for samples and per-run figures (Core statements: the ORM's unit of work
-    costs more CPU than the statements). A concurrent duplicate key fails with IntegrityError;
-    the caller retries. `on_error(index, error)` may rename a record's error before it is
-    raised."""
-    now = datetime.now(timezone.utc)
-    rows, defs_of = [], []
-    for i, run in enumerate(runs):
-        try:
-            defs = check_registry(session, run)
-            bench_id = _benchmark_id(session, run.benchmark)
-            series_id = _series_id(session, bench_id, run.config, run.hardware)
-            _register_unknown(session, defs)
-        except DomainError as e:
-            if on_error is not None:
-                on_error(i, e)
-            raise
-        defs_of.append(defs)
-        rows.append(dict(
-            benchmark_id=bench_id, series_id=series_id, config=run.config, commit=run.commit,
-            branch=run.branch, label=run.label, repository=run.repository, pr=run.pr,
-            hardware=run.hardware, environment=run.environment, started_at=run.started_at or now,
-            created_at=now, idempotency_key=run.idempotency_key, body_sha256=digests[i],
-            determinism=run.determinism, trace_summary=run.trace_summary, extra=run.extras(),
-            experiment_id=run.experiment.id if run.experiment else None,
-            experiment_arm=run.experiment.arm if run.experiment else None,
-            experiment_block=run.experiment.block if run.experiment else None,
-            experiment_looks=run.experiment.looks if run.experiment else None,
-            bisect_id=run.bisect.id if run.bisect else None,
-            bisect=run.bisect.model_dump(mode="json", exclude_none=True) if run.bisect else None))
-    if len(rows) == 1:
-        ids = [session.execute(RUNS.insert().values(**rows[0]).returning(RUNS.c.id)).scalar_one()]
-    else:
-        ids = list(session.execute(RUNS.insert().returning(RUNS.c.id, sort_by_parameter_order=True),
-                                   rows).scalars())
-    samples: list[dict] = []
-    stats: list[dict] = []
-    for run_id, run, defs in zip(ids, runs, defs_of):
-        for name, m in run.metrics.items():
-            unit, direction = defs[name]
-            vals = [float(v) for v in m.samples]
-            samples.extend({"run_id": run_id, "metric": name, "trial": i, "value": v}
-                           for i, v in enumerate(vals))
-            stats.append({"run_id": run_id, "metric": name, "unit": unit, "direction": direction,
-                          "n": len(vals), "mean": statistics.fmean(vals),
-                          "median": statistics.median(vals),
-                          "stdev": statistics.stdev(vals) if len(vals) > 1 else None})
-    _bulk_insert(session, SAMPLES, ("run_id", "metric", "trial", "value"), samples)
-    _bulk_insert(session, RUN_METRICS, ("run_id", "metric", "unit", "direction", "n", "mean",
-                                        "median", "stdev"), stats)
-    return ids
-
-
-def _bulk_insert(session: Session, table: Table, columns: tuple[str, ...], rows: list[dict]) -> None:
-    """Many rows at once: PostgreSQL's COPY (within the transaction), elsewhere an executemany
-    of one cached statement."""
-    if not rows:
-        return
-    conn = session.connection()
-    if conn.dialect.name == "postgresql":
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cur, cur.copy(
-                f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(tuple(row[c] for c in columns))
-        return
-    session.execute(table.insert(), rows)
-
-
-def _same_or_conflict(prior: Run, digest: str) -> tuple[int, bool]:
-    if prior.body_sha256 == digest:
-        return prior.id, False
-    raise Conflict("idempotency_key was already used with a different run body",
-                   "idempotency_key", code="idempotency_conflict")
 
 
 def get_run(session: Session, run_id: int) -> Run:
@@ -330,60 +128,6 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
     return out
 
 
-def filter_runs(q, label: str | None = None, branch: str | None = None, commit: str | None = None,
-                series_id: int | None = None, since: datetime | None = None,
-                until: datetime | None = None, history_branch: str | None = None,
-                run_ids: list[int] | None = None, repository: str | None = None,
-                pr: int | None = None, experiment: str | None = None, bisect: str | None = None):
-    """The run filters the API, the dashboard and the history share (None or empty: no filter).
-
-    `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
-    runs of that branch (runs that name no branch count as the default branch's, as collectors
-    without git metadata write them), never runs of a pull request, never experiment arms, never
-    bisect runs. `commit` matches both ways
-    (item 7): the shorter of the given and the stored commit is a prefix of the longer and has at
-    least 7 characters."""
-    if label:
-        q = q.where(Run.label == label)
-    if branch:
-        q = q.where(Run.branch == branch)
-    if history_branch:
-        q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)),
-                    Run.experiment_id.is_(None), Run.bisect_id.is_(None))
-    if commit:
-        q = q.where(commit_matches(commit))
-    if bisect:
-        q = q.where(Run.bisect_id == bisect)
-    if run_ids is not None:
-        q = q.where(Run.id.in_(run_ids))
-    if repository:
-        q = q.where(Run.repository == repository)
-    if pr is not None:
-        q = q.where(Run.pr == pr)
-    if experiment:
-        q = q.where(Run.experiment_id == experiment)
-    if series_id is not None:
-        q = q.where(Run.series_id == series_id)
-    if since is not None:
-        q = q.where(Run.started_at >= since)
-    if until is not None:
-        q = q.where(Run.started_at <= until)
-    return q
-
-
-MIN_COMMIT = 7
-
-
-def commit_matches(commit: str):
-    """Stored commits that `commit` names: it is a prefix of theirs, or theirs (of at least 7
-    characters) is a prefix of it."""
-    given = commit.lower()
-    longer = Run.commit.startswith(given, autoescape=True) if len(given) >= MIN_COMMIT \
-        else Run.commit == given
-    prefixes = {given[:n] for n in range(MIN_COMMIT, len(given))}
-    return or_(longer, Run.commit.in_(prefixes)) if prefixes else longer
-
-
 def list_runs(session: Session, benchmark_name: str | None = None, label: str | None = None,
               branch: str | None = None, commit: str | None = None, gpu: str | None = None,
               series_id: int | None = None, limit: int = 100, offset: int = 0,
@@ -417,12 +161,6 @@ def run_keys(session: Session, ids: list[int]) -> dict[int, tuple[int, int, str]
     rows = session.execute(select(Run.id, Run.benchmark_id, Run.series_id, Run.body_sha256)
                            .where(Run.id.in_(ids)))
     return {r.id: (r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
-
-
-def series_rows(session: Session, ids: set[int]) -> dict[int, Series]:
-    if not ids:
-        return {}
-    return {s.id: s for s in session.scalars(select(Series).where(Series.id.in_(ids)))}
 
 
 def metric_names(session: Session, run_ids: list[int]) -> list[str]:
@@ -464,24 +202,6 @@ def ids_where(session: Session, bench_id: int, label: str | None = None,
     return sorted(r for (r,) in session.execute(q))
 
 
-def history_rows(session: Session, bench_id: int, metric: str, limit: int, **filters):
-    """Per run (newest first): id, series, time, commit, label, branch, body hash and the
-    metric's n/mean/median/stdev (indexed query on run_metrics; samples are not read)."""
-    q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
-                Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean, RunMetric.median,
-                RunMetric.stdev)
-         .join(RunMetric, RunMetric.run_id == Run.id)
-         .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
-    q = filter_runs(q, **filters)
-    return session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
-
-
-def unit_of(session: Session, bench_id: int, metric: str) -> str:
-    return session.scalar(select(RunMetric.unit).join(Run, Run.id == RunMetric.run_id)
-                          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric)
-                          .limit(1)) or ""
-
-
 def recent_runs(session: Session, bench_id: int, limit: int) -> list[Run]:
     return list(session.scalars(select(Run).where(Run.benchmark_id == bench_id)
                                 .order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)))
@@ -519,6 +239,10 @@ def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int]
 
 
 def delete_run(session: Session, run_id: int) -> None:
+    """The run, and the stored evaluation state of its series (rebuilt from the history that
+    remains when the series is next evaluated)."""
+    series_id = session.scalar(select(Run.series_id).where(Run.id == run_id))
+    session.execute(delete(SeriesState).where(SeriesState.series_id == series_id))
     session.execute(delete(Run).where(Run.id == run_id))
 
 
@@ -527,6 +251,12 @@ def baselines_holding(session: Session, run_id: int) -> list[Baseline]:
     bench_id = session.scalar(select(Run.benchmark_id).where(Run.id == run_id))
     return [b for b in session.scalars(select(Baseline).where(Baseline.benchmark_id == bench_id))
             if run_id in (b.run_ids or [])]
+
+
+def pending_trace_ids(session: Session) -> list[int]:
+    """Traces still waiting for their analysis (state `pending`), oldest first."""
+    return list(session.scalars(select(TraceFile.id).where(TraceFile.state == "pending")
+                                .order_by(TraceFile.id)))
 
 
 def trace_with_sha(session: Session, sha: str) -> bool:
@@ -566,6 +296,3 @@ def attribution_rows(session: Session, bench_id: int, metric: str, labels: list[
     return list(session.execute(q.order_by(Run.id)))
 
 
-def series_of_benchmark(session: Session, bench_id: int) -> list[Series]:
-    return list(session.scalars(select(Series).where(Series.benchmark_id == bench_id)
-                                .order_by(Series.id)))

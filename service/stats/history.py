@@ -19,19 +19,31 @@ class ChangePoint:
     delta_pct: float  # 100 * (after - before) / before
 
 
-def segments(values: Sequence[float], penalty: float | None = None) -> list[tuple[int, int]]:
+def penalty_for(n: int) -> float:
+    """PELT's penalty for a history of n runs (a window of a longer history uses the history's)."""
+    return 3.0 * math.log(max(n, 2))
+
+
+def scale_of(values: Sequence[float]) -> float:
+    """The run-to-run noise scale PELT's signal is divided by: the MAD of successive
+    differences (robust to the steps themselves), else the standard deviation, else 1."""
+    x = np.asarray(values, dtype=float)
+    diffs = np.abs(np.diff(x))
+    scale = 1.4826 * float(np.median(diffs)) / math.sqrt(2) if diffs.size else 0.0
+    return scale if scale > 0 else (float(np.std(x)) or 1.0)
+
+
+def segments(values: Sequence[float], penalty: float | None = None,
+             scale: float | None = None) -> list[tuple[int, int]]:
     """(start, end) of each segment of a series of run means: ruptures' PELT (the linear kernel's
-    KernelCPD is PELT on the L2 cost, in C) on a robustly scaled signal."""
+    KernelCPD is PELT on the L2 cost, in C) on a robustly scaled signal. A window of a longer
+    history passes that history's `penalty` and `scale`."""
     n = len(values)
     if n < 6:
         return [(0, n)] if n else []
     x = np.asarray(values, dtype=float)
-    diffs = np.abs(np.diff(x))
-    scale = 1.4826 * float(np.median(diffs)) / math.sqrt(2) if diffs.size else 0.0
-    if scale <= 0:
-        scale = float(np.std(x)) or 1.0
-    z = (x - np.median(x)) / scale
-    pen = penalty if penalty is not None else 3.0 * math.log(n)
+    z = (x - np.median(x)) / (scale if scale is not None else scale_of(values))
+    pen = penalty if penalty is not None else penalty_for(n)
     bkps = [int(b) for b in ruptures.KernelCPD(kernel="linear", min_size=2)
             .fit(z.reshape(-1, 1)).predict(pen=pen)]
     starts = [0] + [b for b in bkps if b < n]
@@ -42,7 +54,8 @@ CONFIRM_RUNS = 3  # the newest segment is judged once it holds this many runs
 
 
 def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
-                  penalty: float | None = None) -> list[ChangePoint]:
+                  penalty: float | None = None, reference: float | None = None,
+                  scale: float | None = None) -> list[ChangePoint]:
     """Change points that add up (spec/api.md v1.2 item 6): each segment's level is compared
     with the reference level (the first segment's, then the level the last change point moved
     to); a segment past the threshold from it is a change point and becomes the reference. So
@@ -50,14 +63,15 @@ def change_points(values: Sequence[float], threshold_pct: float, direction: str 
     `direction` ("higher"/"lower" is better): only changes in the worse direction count (and
     move the reference), as alerts need; None: both directions. The newest segment is judged
     only once it holds CONFIRM_RUNS runs: with one run at a new level PELT's two-run minimum
-    would start the segment a run early, and a lone run may be an outlier."""
+    would start the segment a run early, and a lone run may be an outlier. `reference`: the
+    reference level of runs before `values` (a stored state); then every segment is judged."""
     x = np.asarray(values, dtype=float)
-    segs = segments(values, penalty)
-    if len(segs) < 2:
+    segs = segments(values, penalty, scale)
+    if len(segs) < (1 if reference is not None else 2):
         return []
-    ref = float(np.mean(x[segs[0][0]:segs[0][1]]))
+    ref = reference if reference is not None else float(np.mean(x[segs[0][0]:segs[0][1]]))
     out = []
-    for start, end in segs[1:]:
+    for start, end in segs[1:] if reference is None else segs:
         if end == len(x) and end - start < CONFIRM_RUNS:
             break
         level = float(np.mean(x[start:end]))

@@ -7,7 +7,8 @@ the webhook and once as a GitHub issue (found again by a hidden marker): both ar
 (usecases/deliveries.py, run from service/jobs/).
 
 A change point that moves by a run or two as history grows is the same change: an alert already
-raised within NEAR runs of it, in the same direction, stands for it.
+raised within NEAR runs of it, in the same direction, stands for it (usecases/alert_state.py:
+the evaluation itself, in full or from the stored state per series).
 """
 from __future__ import annotations
 
@@ -18,85 +19,38 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from collectors.metrics import HIGHER, lookup, threshold_pct
-
 from ..config import Settings
 from ..errors import Invalid, NotFound
 from ..format import clean, series_label
-from ..models import Alert, Benchmark
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
-from ..stats import history as hstats
-from . import comparisons, history
+from ..repositories import series as series_repo
+from . import alert_state, comparisons, history
 
 STATES = ("open", "acknowledged", "closed")
-NEAR = 3
 log = logging.getLogger("perfwarden.alerts")
 
 
-def _direction(metric: str) -> str:
-    d = lookup(metric)
-    return d.direction if d is not None else HIGHER
-
-
-def evaluate(session: Session, bench_name: str | None = None, series_ids: set[int] | None = None,
+def evaluate(session: Session, bench_name: str | None = None,
              metrics: list[str] | None = None) -> list[int]:
-    """Look for change points on the default branch of the benchmark(s); store an alert for each
-    new one in the worse direction. Returns the new alerts' ids (none when re-evaluated)."""
+    """Look for change points on the default branch of the benchmark(s), from the whole history
+    (the full recompute; it rebuilds the stored states); store an alert for each new one in the
+    worse direction. Returns the new alerts' ids (none when re-evaluated)."""
     benches = [history.get_benchmark(session, bench_name)] if bench_name else \
-        [b for b, _, _ in runs_repo.benchmark_overview(session)]
-    new: list[int] = []
-    for bench in benches:
-        branch = history.default_branch(bench)
-        for metric in comparisons.watched_metrics(metrics):
-            for s in history.series_runs(session, bench, metric, branch=branch):
-                if series_ids is not None and s["series_id"] not in series_ids:
-                    continue
-                new += _evaluate_series(session, bench, branch, metric, s)
-    return new
+        history.benchmarks(session)
+    return [a for bench in benches
+            for a in alert_state.evaluate(session, bench, comparisons.watched_metrics(metrics))]
 
 
-def _evaluate_series(session: Session, bench: Benchmark, branch: str, metric: str,
-                     s: dict[str, Any]) -> list[int]:
-    runs = s["runs"]  # the history rule already keeps experiment arms and bisect runs out
-    cps = hstats.change_points([r["mean"] for r in runs], threshold_pct(metric),
-                               direction=_direction(metric))
-    if not cps:
-        return []
-    pos = {r["id"]: i for i, r in enumerate(runs)}
-    known = repo.of_series(session, s["series_id"], metric)
-    out = []
-    for c in cps:
-        bad, good = runs[c.index], runs[c.index - 1] if c.index > 0 else None
-        if any(abs(pos.get(a.run_id, -10**9) - c.index) <= NEAR
-               and (a.delta_pct < 0) == (c.delta_pct < 0) for a in known):
-            continue
-        now = datetime.now(timezone.utc)
-        a = repo.add(session, Alert(
-            benchmark_id=bench.id, series_id=s["series_id"], metric=metric, branch=branch,
-            run_id=bad["id"], good_run_id=good["id"] if good else None, commit=bad["commit"],
-            good_commit=good["commit"] if good else None, before=c.before_mean,
-            after=c.after_mean, delta_pct=c.delta_pct, state="open", created_at=now,
-            updated_at=now, webhook_attempts=0))
-        known.append(a)
-        out.append(a.id)
-    return out
+def evaluate_benchmark(session: Session, bench_name: str) -> list[int]:
+    """The durable job's evaluation (service/jobs): the benchmark's runs stored since the last
+    evaluation (one job stands for a burst of ingests), against each series' stored state."""
+    return alert_state.evaluate_new(session, history.get_benchmark(session, bench_name))
 
 
-def evaluate_benchmark(session: Session, bench_name: str, run_ids: list[int]) -> list[int]:
-    """The durable job's evaluation (service/jobs): every default-branch series of the benchmark
-    (one job stands for a burst of ingests), for the metrics `run_ids` carry (all defaults when
-    none are named)."""
-    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
-        if run_ids else None
-    if run_ids and not metrics:
-        return []
-    return evaluate(session, bench_name, None, metrics)
-
-
-def to_out(session: Session, alerts: list[Alert], settings: Settings | None = None
+def to_out(session: Session, alerts: list[Any], settings: Settings | None = None
            ) -> list[dict[str, Any]]:
-    series = runs_repo.series_rows(session, {a.series_id for a in alerts})
+    series = series_repo.series_rows(session, {a.series_id for a in alerts})
     names = repo.benchmark_names(session, {a.benchmark_id for a in alerts})
     commands = repo.bisect_commands(session, {a.benchmark_id for a in alerts})
     base = ((settings.dashboard_url if settings else None) or "").rstrip("/")
@@ -121,7 +75,7 @@ def to_out(session: Session, alerts: list[Alert], settings: Settings | None = No
     return out
 
 
-def bisect_line(bench: str, a: Alert, server: str, command: str | None = None) -> str | None:
+def bisect_line(bench: str, a: Any, server: str, command: str | None = None) -> str | None:
     """The `perfwarden bisect` line that finds the commit between the last good and first bad
     run (spec/api.md v1.2 item 8), with the benchmark's `bisect_command` after `--` (None when
     the runs carry no commits)."""

@@ -17,6 +17,7 @@ from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, lookup, ro
 from ..db import Session
 from ..errors import Invalid, NotFound
 from ..repositories import runs as runs_repo
+from ..repositories import series as series_repo
 from ..schemas import FIXED_SERIES_KEYS, GateIn
 from ..stats.blocked import assess_blocks, look_alpha
 from ..stats.gate import Comparison, Judgement, judge
@@ -229,7 +230,7 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
     cand_ids = count_once(asked, keys)
     base_ids = count_once(sorted(i for i in base_ref_ids if i in keys), keys,
                           exclude={keys[i][2] for i in asked})
-    series = runs_repo.series_rows(session, {keys[i][1] for i in cand_ids + base_ids})
+    series = series_repo.series_rows(session, {keys[i][1] for i in cand_ids + base_ids})
     names, defs = _pick(session, cand_ids, sel.metrics, "candidate runs")
     samples = runs_repo.samples_of(session, cand_ids + base_ids, names)
     vary = list(sel.vary)
@@ -289,7 +290,7 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
     block_of = {r.id: r.experiment_block for r in rows}
     stored = [r.experiment_looks for r in rows if r.experiment_looks]
     looks = max(stored) if stored else sel.looks
-    series = runs_repo.series_rows(session, {keys[i][1] for i in keys})
+    series = series_repo.series_rows(session, {keys[i][1] for i in keys})
     cfg = {arm: [series[keys[i][1]].config for i in ids[arm]] for arm in ARMS}
     varied = sorted(set(varied_keys(cfg["baseline"], cfg["candidate"])) | set(sel.vary))
     names, defs = _pick(session, ids["candidate"], sel.metrics, "the candidate arm")

@@ -10,6 +10,7 @@ from typing import Any
 from ..db import Session
 from ..format import series_short
 from ..repositories import runs as runs_repo
+from ..repositories import series as series_repo
 from ..schemas import GateIn
 from . import verdicts
 from .comparisons import ARMS, varied_keys
@@ -21,7 +22,7 @@ def show(session: Session, exp_id: str, alpha: float = 0.05) -> dict[str, Any]:
     verdict = verdicts.gate(session, GateIn(experiment=exp_id), alpha)  # NotFound if none
     rows = runs_repo.experiment_runs(session, exp_id)
     means = runs_repo.run_means(session, [r.id for r in rows], "tok_s")
-    series = runs_repo.series_rows(session, {r.series_id for r in rows})
+    series = series_repo.series_rows(session, {r.series_id for r in rows})
     varied = set(varied_keys([series[r.series_id].config for r in rows if r.experiment_arm == "baseline"],
                              [series[r.series_id].config for r in rows if r.experiment_arm == "candidate"]))
 

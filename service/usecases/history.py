@@ -1,22 +1,23 @@
 """A benchmark's history: per-run figures by series, change points, noise, the dashboard's
 benchmark and matrix views. History reads one branch (spec/api.md v1.1): the benchmark's default
 branch unless asked otherwise, by the one history rule of v1.2 item 5
-(repositories/runs.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
+(repositories/history.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
 record posted twice counts once."""
 from __future__ import annotations
 
 import statistics
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from collectors.metrics import threshold_pct
 
 from ..errors import NotFound
-from ..models import Benchmark
 from ..repositories import baselines as baseline_repo
+from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
+from ..repositories import series as series_repo
 from ..schemas import ChangePointOut, ChangePointsOut, NoiseOut, NoiseRow, SeriesChangePoints
 from ..stats import history as hstats
 from . import baselines
@@ -25,19 +26,33 @@ DEFAULT_BRANCH = "main"
 ALL_BRANCHES = "*"  # the dashboard's "every branch and PR" filter
 
 
-def get_benchmark(session: Session, name: str) -> Benchmark:
+class BenchmarkRow(Protocol):
+    """What the use cases read and set of a stored benchmark."""
+
+    id: int
+    name: str
+    default_branch: str | None
+    bisect_command: str | None
+
+
+def benchmarks(session: Session) -> list[BenchmarkRow]:
+    """Every benchmark, newest run first."""
+    return [b for b, _, _ in runs_repo.benchmark_overview(session)]
+
+
+def get_benchmark(session: Session, name: str) -> BenchmarkRow:
     bench = runs_repo.benchmark(session, name)
     if bench is None:
         raise NotFound(f"benchmark {name!r} not found", "benchmark")
     return bench
 
 
-def default_branch(bench: Benchmark) -> str:
+def default_branch(bench: BenchmarkRow) -> str:
     return bench.default_branch or DEFAULT_BRANCH
 
 
 def patch_benchmark(session: Session, name: str, default_branch: str | None,
-                    bisect_command: str | None) -> Benchmark:
+                    bisect_command: str | None) -> BenchmarkRow:
     """`PATCH /api/v1/benchmarks/{name}`: its default branch and the command its alerts'
     `perfwarden bisect` line runs ("" clears it)."""
     bench = get_benchmark(session, name)
@@ -49,16 +64,16 @@ def patch_benchmark(session: Session, name: str, default_branch: str | None,
     return bench
 
 
-def series_runs(session: Session, bench: Benchmark, metric: str, series_id: int | None = None,
+def series_runs(session: Session, bench: BenchmarkRow, metric: str, series_id: int | None = None,
              limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
              branch: str | None = None, label: str | None = None,
              run_ids: list[int] | None = None) -> list[dict[str, Any]]:
     branch = branch or default_branch(bench)
-    rows = runs_repo.history_rows(session, bench.id, metric, limit, label=label,
+    rows = hist_repo.history_rows(session, bench.id, metric, limit, label=label,
                                   history_branch=None if branch == ALL_BRANCHES or run_ids is not None
                                   else branch, series_id=series_id, since=since, until=until,
                                   run_ids=run_ids)
-    series = runs_repo.series_rows(session, {r.series_id for r in rows})
+    series = series_repo.series_rows(session, {r.series_id for r in rows})
     out: dict[int, dict[str, Any]] = {}
     seen: set[str] = set()
     for r in reversed(rows):  # oldest first; a repeated record counts as its first post
@@ -75,7 +90,7 @@ def series_runs(session: Session, bench: Benchmark, metric: str, series_id: int 
     return list(out.values())
 
 
-def recent_means(session: Session, bench: Benchmark, series_id: int, metric: str,
+def recent_means(session: Session, bench: BenchmarkRow, series_id: int, metric: str,
                  exclude: set[int], limit: int) -> list[float]:
     """Run means of the newest `limit` runs of one series' default-branch history (not the runs
     in `exclude`), oldest first: the run-to-run spread of v1.2 item 2."""
@@ -140,7 +155,7 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
     main = hist(metric)
     # the series menu: every series of the benchmark (one small query, no run rows)
     all_series = [{"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
-                   "runs": []} for s in runs_repo.series_of_benchmark(session, bench.id)]
+                   "runs": []} for s in series_repo.series_of_benchmark(session, bench.id)]
     bases = baseline_repo.list_all(session, name)
     base = next((b for b in bases if b.name == baseline), bases[0] if bases else None)
     bands: dict[int, tuple[float, float, float]] = {}
@@ -172,7 +187,7 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
         panels = {m: hist(m) for m in panel_metrics if m != metric}
     return {"bench": bench, "history": main, "all_series": all_series, "baselines": bases,
             "baseline": base, "bands": bands, "changes": changes, "samples": samples,
-            "unit": runs_repo.unit_of(session, bench.id, metric), "panels": panels,
+            "unit": hist_repo.unit_of(session, bench.id, metric), "panels": panels,
             "recent": runs_repo.recent_runs(session, bench.id, 25),
             "default_branch": default_branch(bench)}
 

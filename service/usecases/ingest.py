@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..db import transaction
 from ..errors import Conflict, DomainError
+from ..repositories import ingest as ingest_repo
 from ..repositories import runs as runs_repo
 from ..schemas import RunIn
 
@@ -18,14 +18,14 @@ log = logging.getLogger("perfwarden.ingest")
 def store_run(sessions: sessionmaker[Session], run: RunIn) -> tuple[int, bool]:
     """(id, created). The same idempotency key with the same body gives the first run's id;
     with another body, Conflict. Nothing is stored from a rejected record."""
-    digest = runs_repo.body_hash(run)
+    digest = ingest_repo.body_hash(run)
     for attempt in range(ATTEMPTS):
         try:
             with transaction(sessions) as session:
                 # the first try does not look the key up: a reused key fails on its unique
                 # constraint and the retry looks it up (a round trip saved per new run)
-                return runs_repo.create_run(session, run, digest, check_key=attempt > 0)
-        except IntegrityError:  # a concurrent request stored the same key or series first
+                return ingest_repo.create_run(session, run, digest, check_key=attempt > 0)
+        except ingest_repo.RACE_ERRORS:  # a concurrent request stored the same key or series first
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
@@ -35,12 +35,12 @@ def store_runs(sessions: sessionmaker[Session], runs: list[RunIn]) -> tuple[list
     """A batch: all or nothing, one transaction. Returns (ids in order, how many were new).
     A record whose idempotency key is stored (or earlier in the batch) with the same body gives
     that run's id; with another body, Conflict naming the record."""
-    digests = [runs_repo.body_hash(r) for r in runs]
+    digests = [ingest_repo.body_hash(r) for r in runs]
     for attempt in range(ATTEMPTS):
         try:
             with transaction(sessions) as session:
                 return _store_all(session, runs, digests)
-        except IntegrityError:  # a concurrent request stored one of the keys or series first
+        except ingest_repo.RACE_ERRORS:  # a concurrent request stored one of the keys or series first
             if attempt == ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
@@ -70,7 +70,7 @@ def _store_all(session: Session, runs: list[RunIn], digests: list[str]) -> tuple
         e.message = f"runs[{i}].{e.message}"
         e.field = f"runs.{i}.{e.field}" if e.field else f"runs.{i}"
 
-    stored = runs_repo.create_runs(session, [runs[i] for i in new], [digests[i] for i in new],
+    stored = ingest_repo.create_runs(session, [runs[i] for i in new], [digests[i] for i in new],
                                    on_error=name_record) if new else []
     by_index = dict(zip(new, stored))
     out = [by_index[i] if v is None else (by_index[-1 - v] if v < 0 else v)

@@ -10,6 +10,7 @@ from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
 from ..repositories import runs as runs_repo
+from ..repositories import series as series_repo
 
 
 def get(session: Session, run_id: int) -> dict[str, Any]:
@@ -42,7 +43,7 @@ def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[
             continue
         timelines.append({"trace": t, "data": data} if data["ops"] else
                          {"trace": t, "error": "no decode steps in this trace"})
-    ser = runs_repo.series_rows(session, {run["series_id"]})[run["series_id"]]
+    ser = series_repo.series_rows(session, {run["series_id"]})[run["series_id"]]
     return {"run": run, "timelines": timelines,
             "series_name": series_short(ser.config, ser.gpu, ser.gpu_count)}
 

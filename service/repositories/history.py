@@ -1,0 +1,151 @@
+"""History queries: the one history rule (spec/api.md v1.2 item 5) as a filter, a series'
+per-run figures, and what the incremental alert evaluation reads and keeps (the runs not yet
+evaluated, the stored state per series and metric)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from ..models import PendingEvaluation, Run, RunMetric, SeriesState
+
+
+def filter_runs(q, label: str | None = None, branch: str | None = None, commit: str | None = None,
+                series_id: int | None = None, since: datetime | None = None,
+                until: datetime | None = None, history_branch: str | None = None,
+                run_ids: list[int] | None = None, repository: str | None = None,
+                pr: int | None = None, experiment: str | None = None, bisect: str | None = None):
+    """The run filters the API, the dashboard and the history share (None or empty: no filter).
+
+    `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
+    runs of that branch (runs that name no branch count as the default branch's, as collectors
+    without git metadata write them), never runs of a pull request, never experiment arms, never
+    bisect runs. `commit` matches both ways
+    (item 7): the shorter of the given and the stored commit is a prefix of the longer and has at
+    least 7 characters."""
+    if label:
+        q = q.where(Run.label == label)
+    if branch:
+        q = q.where(Run.branch == branch)
+    if history_branch:
+        q = q.where(Run.pr.is_(None), or_(Run.branch == history_branch, Run.branch.is_(None)),
+                    Run.experiment_id.is_(None), Run.bisect_id.is_(None))
+    if commit:
+        q = q.where(commit_matches(commit))
+    if bisect:
+        q = q.where(Run.bisect_id == bisect)
+    if run_ids is not None:
+        q = q.where(Run.id.in_(run_ids))
+    if repository:
+        q = q.where(Run.repository == repository)
+    if pr is not None:
+        q = q.where(Run.pr == pr)
+    if experiment:
+        q = q.where(Run.experiment_id == experiment)
+    if series_id is not None:
+        q = q.where(Run.series_id == series_id)
+    if since is not None:
+        q = q.where(Run.started_at >= since)
+    if until is not None:
+        q = q.where(Run.started_at <= until)
+    return q
+
+
+MIN_COMMIT = 7
+
+
+def commit_matches(commit: str):
+    """Stored commits that `commit` names: it is a prefix of theirs, or theirs (of at least 7
+    characters) is a prefix of it."""
+    given = commit.lower()
+    longer = Run.commit.startswith(given, autoescape=True) if len(given) >= MIN_COMMIT \
+        else Run.commit == given
+    prefixes = {given[:n] for n in range(MIN_COMMIT, len(given))}
+    return or_(longer, Run.commit.in_(prefixes)) if prefixes else longer
+
+
+def history_rows(session: Session, bench_id: int, metric: str, limit: int, **filters):
+    """Per run (newest first): id, series, time, commit, label, branch, body hash and the
+    metric's n/mean/median/stdev (indexed query on run_metrics; samples are not read)."""
+    q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
+                Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean, RunMetric.median,
+                RunMetric.stdev)
+         .join(RunMetric, RunMetric.run_id == Run.id)
+         .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
+    q = filter_runs(q, **filters)
+    return session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
+
+
+def unit_of(session: Session, bench_id: int, metric: str) -> str:
+    return session.scalar(select(RunMetric.unit).join(Run, Run.id == RunMetric.run_id)
+                          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric)
+                          .limit(1)) or ""
+
+
+
+
+# --- incremental alert evaluation ----------------------------------------------------------
+
+def take_pending(session: Session, bench_id: int) -> list[int]:
+    """The runs of the benchmark not yet evaluated, taken off the inbox (a concurrent evaluation
+    of the same benchmark waits on these rows, then finds them gone)."""
+    return sorted(session.scalars(delete(PendingEvaluation)
+                                  .where(PendingEvaluation.benchmark_id == bench_id)
+                                  .returning(PendingEvaluation.run_id)))
+
+
+def clear_pending(session: Session, bench_id: int) -> None:
+    session.execute(delete(PendingEvaluation).where(PendingEvaluation.benchmark_id == bench_id))
+
+
+def new_history_rows(session: Session, bench_id: int, run_ids: list[int], metrics: list[str],
+                     branch: str) -> list:
+    """Of `run_ids`, the runs in `branch`'s history: id, series, time, body hash, metric, mean."""
+    out: list = []
+    for i in range(0, len(run_ids), 1000):
+        q = (select(Run.id, Run.series_id, Run.started_at, Run.body_sha256, RunMetric.metric,
+                    RunMetric.mean)
+             .join(RunMetric, RunMetric.run_id == Run.id)
+             .where(Run.benchmark_id == bench_id, Run.id.in_(run_ids[i:i + 1000]),
+                    RunMetric.metric.in_(metrics)))
+        out += session.execute(filter_runs(q, history_branch=branch)).all()
+    return out
+
+
+def first_posts(session: Session, bench_id: int, hashes: Iterable[str]) -> dict[str, int]:
+    """Body hash -> the lowest run id with that body in the benchmark (a record posted twice
+    counts as its first post)."""
+    keys = sorted(set(hashes))
+    out: dict[str, int] = {}
+    for i in range(0, len(keys), 1000):
+        out.update(session.execute(select(Run.body_sha256, func.min(Run.id))
+                                   .where(Run.benchmark_id == bench_id,
+                                          Run.body_sha256.in_(keys[i:i + 1000]))
+                                   .group_by(Run.body_sha256)).tuples().all())
+    return out
+
+
+def states(session: Session, series_ids: set[int], metrics: list[str]
+           ) -> dict[tuple[int, str], SeriesState]:
+    if not series_ids:
+        return {}
+    rows = session.scalars(select(SeriesState).where(SeriesState.series_id.in_(series_ids),
+                                                     SeriesState.metric.in_(metrics)))
+    return {(s.series_id, s.metric): s for s in rows}
+
+
+def save_state(session: Session, series_id: int, metric: str, branch: str,
+               reference: float | None, window: list, start_run: int, runs: int) -> None:
+    row = session.get(SeriesState, (series_id, metric))
+    if row is None:
+        row = SeriesState(series_id=series_id, metric=metric)
+        session.add(row)
+    row.branch, row.reference, row.window, row.runs = branch, reference, window, runs
+    row.start_run = start_run
+    row.updated_at = datetime.now(timezone.utc)
+
+
+def commits_of(session: Session, run_ids: list[int]) -> dict[int, str | None]:
+    return dict(session.execute(select(Run.id, Run.commit).where(Run.id.in_(run_ids))).tuples().all())

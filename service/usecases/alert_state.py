@@ -1,0 +1,157 @@
+"""Incremental alert evaluation (issue #24): the evaluation after an ingest reads the runs
+stored since the last one and each touched series' stored state, never the whole history, so
+a batch costs the same at a million runs as at a thousand.
+
+The state of a series and metric holds its newest runs; the part judged is the runs since the
+reference segment began (spec/api.md v1.2 item 6: the first segment, or the one the last change
+point moved to). Its first segment is then the reference, as in a full recompute, and the same
+rule (stats/history.change_points: ruptures PELT, the threshold from the reference level, three
+runs before the newest segment is judged) runs on it, with PELT's penalty of the whole history's
+length and the noise scale of the CONTEXT runs before the part and the part. A change point
+moves the part's start to it. A part longer than WINDOW_MAX runs keeps its newest WINDOW_KEEP
+runs and the reference level as a number. A run older than the state's first run, a changed
+default branch or a deleted run make the state be rebuilt from the series' history."""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from collectors.metrics import HIGHER, lookup, threshold_pct
+
+from ..repositories import alerts as alerts_repo
+from ..repositories import history as hist_repo
+from ..repositories import runs as runs_repo
+from ..stats import history as hstats
+from . import comparisons, history
+
+WINDOW_MAX = 600  # runs judged at most; past it the newest WINDOW_KEEP, from a stored level
+WINDOW_KEEP = 300
+CONTEXT = 200  # runs kept before the judged part: PELT's noise scale is taken over them too
+NEAR = 3  # an alert within this many runs of a change point, same direction, stands for it
+
+Window = list[list[Any]]  # [run id, started_at epoch seconds, run mean], oldest first
+
+
+def direction(metric: str) -> str:
+    d = lookup(metric)
+    return d.direction if d is not None else HIGHER
+
+
+def evaluate(session: Session, bench: history.BenchmarkRow, metrics: list[str]) -> list[int]:
+    """The full recompute: every default-branch series of the benchmark from its history; the
+    states are rebuilt and the runs waiting for evaluation are covered."""
+    hist_repo.clear_pending(session, bench.id)
+    new: list[int] = []
+    for metric in metrics:
+        for s in history.series_runs(session, bench, metric):
+            window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
+            new += judge(session, bench, metric, s["series_id"], window, 0, None, len(window))
+    return new
+
+
+def evaluate_new(session: Session, bench: history.BenchmarkRow) -> list[int]:
+    """The runs not yet evaluated against their series' states; new alerts' ids."""
+    run_ids = hist_repo.take_pending(session, bench.id)
+    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
+        if run_ids else []
+    if not metrics:
+        return []
+    branch = history.default_branch(bench)
+    fresh = _fresh_runs(session, bench.id, run_ids, metrics, branch)
+    stored = hist_repo.states(session, {sid for sid, _ in fresh}, metrics)
+    new: list[int] = []
+    for (sid, metric), runs in sorted(fresh.items()):
+        state = stored.get((sid, metric))
+        window = state.window if state is not None and state.branch == branch else []
+        if not window or runs[0][1] < window[0][1]:  # no state, or a run older than it
+            new += rebuild(session, bench, metric, sid)
+            continue
+        merged = sorted({w[0]: w for w in window + runs}.values(), key=lambda w: (w[1], w[0]))
+        assert state is not None
+        start = next((i for i, w in enumerate(merged) if w[0] == state.start_run), 0)
+        new += judge(session, bench, metric, sid, merged, start, state.reference,
+                     state.runs + len(merged) - len(window))
+    return new
+
+
+def _fresh_runs(session: Session, bench_id: int, run_ids: list[int], metrics: list[str],
+                branch: str) -> dict[tuple[int, str], Window]:
+    """(series, metric) -> the new history runs, oldest first; a record posted before counts
+    as its first post only (the history rule's "counts once")."""
+    rows = hist_repo.new_history_rows(session, bench_id, run_ids, metrics, branch)
+    first = hist_repo.first_posts(session, bench_id, (r.body_sha256 for r in rows))
+    out: dict[tuple[int, str], Window] = defaultdict(list)
+    for r in rows:
+        if first.get(r.body_sha256, r.id) == r.id:
+            out[(r.series_id, r.metric)].append([r.id, r.started_at.timestamp(), r.mean])
+    for runs in out.values():
+        runs.sort(key=lambda w: (w[1], w[0]))
+    return out
+
+
+def rebuild(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int
+            ) -> list[int]:
+    """The state of one series from its history (the full recompute), with its alerts."""
+    new: list[int] = []
+    for s in history.series_runs(session, bench, metric, series_id=series_id):
+        window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
+        new += judge(session, bench, metric, series_id, window, 0, None, len(window))
+    return new
+
+
+def judge(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int,
+          window: Window, start: int, reference: float | None, runs: int) -> list[int]:
+    """The change points of `window[start:]`, a part of a `runs`-run history (from `reference`,
+    or from its first segment; PELT's penalty that of the whole history, its noise scale that of
+    the whole window), the alerts of the new ones, and the state kept for the next runs."""
+    means = [float(w[2]) for w in window]
+    penalty, scale = hstats.penalty_for(runs), hstats.scale_of(means)
+    cps = [replace(c, index=c.index + start) for c in hstats.change_points(
+        means[start:], threshold_pct(metric), direction=direction(metric), penalty=penalty,
+        reference=reference, scale=scale)]
+    new = raise_alerts(session, bench, metric, series_id, [w[0] for w in window], cps) \
+        if cps else []
+    if cps:  # the part starts at the reference segment, as in the full recompute
+        start, reference = cps[-1].index, None
+    if len(window) - start > WINDOW_MAX:
+        if reference is None:
+            first, end = hstats.segments(means[start:], penalty, scale)[0]
+            reference = statistics.fmean(means[start + first:start + end])
+        start = len(window) - WINDOW_KEEP
+    cut = max(0, start - CONTEXT)
+    hist_repo.save_state(session, series_id, metric, history.default_branch(bench), reference,
+                         window[cut:], window[start][0], runs)
+    return new
+
+
+def raise_alerts(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int,
+                 ids: list[int], cps: list[hstats.ChangePoint]) -> list[int]:
+    """An alert for each change point of the run ids `ids` that no alert stands for yet (the
+    same change, moved by a run or two as history grew: within NEAR runs, same direction)."""
+    pos = {rid: i for i, rid in enumerate(ids)}
+    known = alerts_repo.of_series(session, series_id, metric)
+    commits = hist_repo.commits_of(session, [ids[c.index + k] for c in cps for k in (-1, 0)
+                                             if c.index + k >= 0])
+    out = []
+    for c in cps:
+        if any(abs(pos.get(a.run_id, -10**9) - c.index) <= NEAR
+               and (a.delta_pct < 0) == (c.delta_pct < 0) for a in known):
+            continue
+        bad, good = ids[c.index], ids[c.index - 1] if c.index > 0 else None
+        a = alerts_repo.add(session, benchmark_id=bench.id, series_id=series_id, metric=metric,
+                            branch=history.default_branch(bench), run_id=bad, good_run_id=good,
+                            commit=commits.get(bad), good_commit=commits.get(good or -1),
+                            before=c.before_mean, after=c.after_mean, delta_pct=c.delta_pct)
+        known.append(a)
+        out.append(a.id)
+    return out
+
+
+def _epoch(text: str | None) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat((text or "").replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,13 @@
+"""What a starting worker picks up again: traces left `pending` whose analysis job was lost
+(the database restored from a backup, the queue wiped)."""
+from __future__ import annotations
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..db import transaction
+from ..repositories import runs as runs_repo
+
+
+def pending_traces(sessions: sessionmaker[Session]) -> list[int]:
+    with transaction(sessions) as session:
+        return runs_repo.pending_trace_ids(session)

@@ -1,0 +1,72 @@
+"""The stored evaluation state (issue #24): evaluating batch by batch from the state gives the
+change points and alerts of a full recompute over the whole history, on a history whose noise
+is the H200's own (the trial samples of the 15 repeated runs in data/h200/noise/graphs)."""
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+from tests.conftest import h200_records
+
+STEPS = {0: [(150, -4.0)], 1: [(90, 3.5), (260, -8.0)], 2: []}  # series -> (run, step %)
+
+
+def _history(bench: str, runs: int = 360) -> list[dict]:
+    """Three series of `runs` runs each, in time order; each run's samples are a real H200 run's
+    tok/s samples scaled to the series' level at that point (planted steps in STEPS)."""
+    real = [r["metrics"]["tok_s"]["samples"] for r in h200_records("noise", "graphs")]
+    center = sum(sum(s) / len(s) for s in real) / len(real)
+    rng = random.Random(24)
+    t0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    out = []
+    for i in range(runs):
+        for s, steps in STEPS.items():
+            level = 1000.0 * (s + 1)
+            for at, pct in steps:
+                if i >= at:
+                    level *= 1 + pct / 100
+            samples = rng.choice(real)
+            out.append({"benchmark": bench, "config": {"tp": 1, "batch_size": s + 1},
+                        "hardware": {"gpu": "NVIDIA H200", "gpu_count": 1},
+                        "commit": f"{i:07d}{s}", "branch": "main",
+                        "started_at": (t0 + timedelta(hours=i, seconds=s)).isoformat(),
+                        "metrics": {"tok_s": {"unit": "tok/s", "samples": [
+                            level * v / center for v in samples]}}})
+    return out
+
+
+def _alerts(sessions, bench: str) -> list[tuple]:
+    from service.db import transaction
+    from service.usecases import alerts
+
+    with transaction(sessions) as s:
+        found = alerts.list_alerts(s, bench, None)["alerts"]
+    return sorted((a["config"]["batch_size"], a["commit"], a["good_commit"], round(a["delta_pct"], 6),
+                   round(a["before"], 6)) for a in found)
+
+
+def test_incremental_state_gives_the_full_recomputes_alerts(settings):
+    from service.db import make_engine, session_factory, transaction
+    from service.schemas import RunIn
+    from service.usecases import alerts, ingest
+
+    engine = make_engine(settings.database_url)
+    sessions = session_factory(engine)
+    try:
+        inc = [RunIn.model_validate(r) for r in _history("inc")]
+        full = [RunIn.model_validate(r) for r in _history("full")]
+        for k in range(0, len(inc), 30):  # as CI posts them, each batch evaluated after it:
+            ingest.store_runs(sessions, inc[k:k + 30])
+            ingest.store_runs(sessions, full[k:k + 30])
+            with transaction(sessions) as s:
+                alerts.evaluate_benchmark(s, "inc")  # from the stored state (the job)
+                alerts.evaluate(s, "full")  # the full recompute over the whole history
+        got, want = _alerts(sessions, "inc"), _alerts(sessions, "full")
+        assert want == got
+        # the planted steps, each once, naming the first bad run
+        assert [(b, c[:7]) for b, c, *_ in want] == [(1, "0000150"), (2, "0000260")], want
+        # (series 2: +3.5% is an improvement, no alert; -8% later is -4.8% from the reference)
+        with transaction(sessions) as s:  # a re-evaluation of either adds nothing
+            assert alerts.evaluate_benchmark(s, "inc") == [] and alerts.evaluate(s, "full") == []
+    finally:
+        engine.dispose()
