@@ -247,3 +247,6 @@ class Job(Base):
     last_error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+from .summary import Summary as Summary  # noqa: E402 (a resource module of its own)
