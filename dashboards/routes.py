@@ -115,7 +115,8 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
                since=since or "", until=until or "", baselines=v.baselines, baseline=v.baseline,
                recent=v.recent, changes_note=v.changes_note, x=by, open_alerts=open_alerts,
                has_matrix=len({h["config"].get("batch_size") for h in v.all_series}) > 1,
-               default_branch=v.default_branch, gpus=sorted({h["gpu"] for h in v.all_series}))
+               default_branch=v.default_branch, gpus=sorted({h["gpu"] for h in v.all_series}),
+               panel_runs=pages.PANEL_RUNS, detail_runs=pages.DETAIL_RUNS)
     if series is None:
         return _page(request, "benchmark.html", figure=None, panels=[],
                      **_grid(v, alert_runs, by), **ctx)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, true
 from sqlalchemy.orm import Session
 
-from ..models import Run, RunMetric
+from ..models import Run, RunMetric, Series
 from .runs import filter_runs
 
 
@@ -39,3 +39,28 @@ def recent_runs(session: Session, bench_id: int, limit: int, metric: str) -> lis
                isouter=True)
          .order_by(Run.started_at.desc(), Run.id.desc()))
     return list(session.execute(q))
+
+
+def newest_per_series(session: Session, bench_id: int, metric: str, per_series: int,
+                      **filters: Any) -> list[Any]:
+    """The newest `per_series` runs of every series of the benchmark with the metric's figures
+    (the columns of runs.history_rows), newest first within a series. PostgreSQL: one LATERAL
+    query walking ix_runs_series_started per series; elsewhere one such query per series."""
+    cols = (Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
+            Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean, RunMetric.median,
+            RunMetric.stdev)
+    order = (Run.started_at.desc(), Run.id.desc())
+
+    def newest(series_id):
+        q = select(*cols).join(RunMetric, RunMetric.run_id == Run.id).where(
+            Run.benchmark_id == bench_id, Run.series_id == series_id, RunMetric.metric == metric)
+        return filter_runs(q, **filters).order_by(*order).limit(per_series)
+
+    if session.get_bind().dialect.name == "postgresql":
+        ser = select(Series.id).where(Series.benchmark_id == bench_id).subquery()
+        inner = newest(ser.c.id).lateral()
+        return list(session.execute(select(inner).select_from(ser).join(inner, true())))
+    out: list[Any] = []
+    for (sid,) in session.execute(select(Series.id).where(Series.benchmark_id == bench_id)):
+        out += session.execute(newest(sid)).all()
+    return out

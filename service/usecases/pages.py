@@ -20,6 +20,8 @@ from .history import ALL_BRANCHES, default_branch, series_runs
 
 RECENT = 25  # rows of the benchmark page's recent-runs table
 TRIAL_RUNS = 300  # newest runs of a series whose trials the detail view draws
+PANEL_RUNS = 100  # newest runs per series in the all-series panels
+DETAIL_RUNS = 1000  # newest runs of the one-series view (since/until reach further back)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,29 @@ def _changes(stored: summaries.StoredChanges, shown: list[dict[str, Any]]
     return out
 
 
+def _panels(session: Session, bench: Benchmark, metric: str, branch: str | None,
+            label: str | None, since: datetime | None, until: datetime | None,
+            series: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest PANEL_RUNS runs of each series, shaped as history.series_runs shapes them
+    (oldest first; a record posted twice counts once)."""
+    branch = branch or default_branch(bench)
+    rows = views_repo.newest_per_series(
+        session, bench.id, metric, PANEL_RUNS, label=label, since=since, until=until,
+        history_branch=None if branch == ALL_BRANCHES else branch)
+    out: dict[int, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for r in reversed(rows):
+        if r.body_sha256 in seen:
+            continue
+        seen.add(r.body_sha256)
+        entry = out.setdefault(r.series_id, {**series[r.series_id], "runs": []})
+        entry["runs"].append({"id": r.id, "started_at": runs_repo.utc(r.started_at),
+                              "commit": r.commit, "label": r.label, "branch": r.branch,
+                              "experiment": r.experiment_id, "n": r.n, "mean": r.mean,
+                              "median": r.median, "stdev": r.stdev})
+    return sorted(out.values(), key=lambda e: e["series_id"])
+
+
 def _recent(session: Session, bench_id: int) -> list[RecentRun]:
     return [RecentRun(r.id, r.started_at.strftime("%Y-%m-%d %H:%M:%S"), r.label, r.commit,
                       r.branch, r.config, r.mean)
@@ -107,12 +132,18 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
     filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
 
     def hist(m: str) -> list[dict[str, Any]]:
-        h = series_runs(session, bench, m, **filters)  # type: ignore[arg-type]
+        h = series_runs(session, bench, m, limit=DETAIL_RUNS, **filters)  # type: ignore[arg-type]
         return [x for x in h if not gpu or x["gpu"] == gpu]
 
-    main = hist(metric)
-    all_series = [{"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
-                   "runs": []} for s in runs_repo.series_of_benchmark(session, bench.id)]
+    all_series: list[dict[str, Any]] = [
+        {"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
+         "runs": []} for s in runs_repo.series_of_benchmark(session, bench.id)]
+    if detail:
+        main = hist(metric)
+    else:  # every series' newest runs, one bounded walk per series
+        main = [h for h in _panels(session, bench, metric, branch, label, since, until,
+                                   {s["series_id"]: s for s in all_series})
+                if not gpu or h["gpu"] == gpu]
     bases, base = _baseline(session, name, baseline)
     home = default_branch(bench)
     changes: dict[int, list[dict[str, Any]]] = {}

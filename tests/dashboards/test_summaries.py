@@ -183,3 +183,30 @@ def test_no_orm_object_reaches_a_template(client, monkeypatch):
                  f"/compare?benchmark=moe-decode-noise&baseline=v1&run_ids={ids[-1]}"):
         assert client.get(path).status_code == 200, path
     assert seen == []
+
+
+def test_panels_hold_each_series_newest_runs_and_the_detail_view_its_newest_thousand(
+        app_client, monkeypatch):
+    from service.usecases import pages
+    from tests.conftest import minimal_run
+
+    app, c = app_client
+    monkeypatch.setattr(pages, "PANEL_RUNS", 5)
+    monkeypatch.setattr(pages, "DETAIL_RUNS", 7)
+    runs = [minimal_run(config={"tp": 1, "batch_size": 1 + i % 2}, commit=f"{i:07d}aa",
+                        started_at=f"2026-11-{1 + i // 2:02d}T00:00:00Z") for i in range(20)]
+    runs.append(dict(runs[-1]))  # the same record posted twice counts once
+    assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+    html = c.get("/benchmarks/bench-a").text
+    # the newest 5 stored rows of each series; in M=2's the repeated record counts once
+    assert re.findall(r'<div class="muted">(\d+) runs', html) == ["5", "4"]
+    assert "its newest 5 runs" in _text(html)
+    # each panel's runs are its series' newest, oldest first (the x order)
+    import html as h
+
+    fig = json.loads(h.unescape(re.findall(r"data-figure='([^']+)'", html)[0]))
+    ticks = [c[3] for c in fig["data"][0]["customdata"]]
+    assert ticks == sorted(ticks) and ticks[-1].startswith("2026-11-10")
+    sid = re.search(r'data-series="(\d+)"', html).group(1)
+    detail = c.get("/benchmarks/bench-a", params={"series": sid}).text
+    assert "The newest 7 runs" in _text(detail)
