@@ -79,3 +79,4 @@ tok_s_mean  # unused variable (service/schemas/__init__.py:456)
 model_config  # unused variable (service/schemas/__init__.py:583)
 se_pct  # unused variable (service/stats/assess.py:61)
 _.webhook_attempts  # unused attribute (service/usecases/deliveries.py:85)
+change_point  # unused variable (service/usecases/overview.py): read by dashboards/templates/index.html

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from service.api.deps import ReadAccess, SessionDep
-from service.errors import DomainError, Invalid
+from service.errors import Invalid
 from service.evidence import evidence, last_of_series
 from service.format import (
     hardware,
@@ -30,6 +31,7 @@ from service.format import (
     split_series,
     trace_rank,
 )
+from service.jobs import tasks
 from service.schemas import (
     RUN_EXTRAS,
     GateIn,
@@ -39,7 +41,7 @@ from service.schemas import (
     parse_thresholds,
     parse_vary,
 )
-from service.usecases import alerts, attribution, experiments, history, overview, runs, verdicts
+from service.usecases import alerts, experiments, overview, pages, runs, summaries, verdicts
 
 from . import figures
 
@@ -48,6 +50,7 @@ templates = Jinja2Templates(directory=str(HERE / "templates"))
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 router = APIRouter(include_in_schema=False, dependencies=[ReadAccess])
 Opt = Annotated[str | None, Query(max_length=200)]
+log = logging.getLogger("perfwarden.dashboards")
 
 
 def _fig(fig) -> str:
@@ -59,13 +62,26 @@ def _page(request: Request, template: str, **ctx) -> HTMLResponse:
                                                       .strftime("%Y-%m-%d %H:%M UTC"), **ctx})
 
 
+def _recompute(request: Request) -> summaries.Recompute:
+    """What a page calls when a stored summary is missing or stale: queue its refresh (one
+    waiting job per benchmark and labels); the page goes on with what is stored."""
+    queue = request.app.state.queue
+
+    def ask(benchmark: str, labels: list[str]) -> None:
+        try:
+            tasks.enqueue_summaries(queue, benchmark, labels)
+        except Exception:  # noqa: BLE001 - the page still shows what is stored, said as such
+            log.exception("queueing a summary refresh of %r failed", benchmark)
+    return ask
+
+
 def _series_name(s: dict) -> str:
     return series_short(s.get("config", {}), s.get("gpu"), s.get("gpu_count"))
 
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, session: SessionDep):
-    rows = overview.index_rows(session, request.app.state.settings.gate_alpha)
+    rows = overview.index_rows(session, _recompute(request), request.app.state.settings.gate_alpha)
     return _page(request, "index.html", rows=rows, title="perfwarden")
 
 
@@ -83,10 +99,10 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
     metric = metric or "tok_s"
     by = "commit" if x == "commit" else "time"
     t0, t1 = _parse_time(since, "since"), _parse_time(until, "until")
-    v = history.benchmark_view(session, name, metric, series, branch, label, gpu, t0, t1, baseline,
-                               tuple(m for m, _, _ in PANELS), detail=series is not None)
-    hist, all_series, base = v["history"], v["all_series"], v["baseline"]
-    for h in hist + all_series + [x for p in v["panels"].values() for x in p]:
+    v = pages.benchmark_view(session, name, metric, series, branch, label, gpu, t0, t1, baseline,
+                             tuple(m for m, _, _ in PANELS), _recompute(request),
+                             detail=series is not None)
+    for h in v.history + v.all_series + [x for p in v.panels.values() for x in p]:
         h["name"] = _series_name(h)
         h["label"] = series_label({**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]})
     open_alerts = alerts.list_alerts(session, name, "open")["alerts"]
@@ -94,35 +110,42 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
     for a in open_alerts:
         if a["metric"] == metric:
             alert_runs.setdefault(a["series_id"], set()).add(a["run_id"])
-    ctx = dict(title=f"{name} · perfwarden", name=name, series=all_series, selected=series,
+    ctx = dict(title=f"{name} · perfwarden", name=name, series=v.all_series, selected=series,
                metric=metric, branch=branch or "", label=label or "", gpu=gpu or "",
-               since=since or "", until=until or "", baselines=v["baselines"], baseline=base,
-               recent=v["recent"], changes=v["changes"], x=by, open_alerts=open_alerts,
-               has_matrix=len({h["config"].get("batch_size") for h in all_series}) > 1,
-               default_branch=v["default_branch"], gpus=sorted({h["gpu"] for h in all_series}))
+               since=since or "", until=until or "", baselines=v.baselines, baseline=v.baseline,
+               recent=v.recent, changes_note=v.changes_note, x=by, open_alerts=open_alerts,
+               has_matrix=len({h["config"].get("batch_size") for h in v.all_series}) > 1,
+               default_branch=v.default_branch, gpus=sorted({h["gpu"] for h in v.all_series}),
+               panel_runs=pages.PANEL_RUNS, detail_runs=pages.DETAIL_RUNS)
     if series is None:
-        order = sorted(hist, key=lambda h: (not alert_runs.get(h["series_id"]),
-                                            not v["changes"].get(h["series_id"]),
-                                            _natural(h["label"])))
-        common, diffs = split_series([{**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]}
-                                      for h in order])
-        grid = [{"series_id": h["series_id"], "label": h["label"], "runs": len(h["runs"]),
-                 "short": series_label(d) if d else h["label"],
-                 "changes": v["changes"].get(h["series_id"], []),
-                 "alerted": bool(alert_runs.get(h["series_id"])),
-                 "figure": json.dumps(figures.series_panel(
-                     h, v["unit"], v["bands"].get(h["series_id"]),
-                     v["changes"].get(h["series_id"], []), alert_runs.get(h["series_id"], set()),
-                     by))} for h, d in zip(order, diffs)]
-        return _page(request, "benchmark.html", figure=None, panels=[], grid=grid,
-                     common=series_label(common) if common and len(order) > 1 else "", **ctx)
-    main = figures.history(hist, metric, v["unit"], v["samples"], v["bands"], v["changes"],
+        return _page(request, "benchmark.html", figure=None, panels=[],
+                     **_grid(v, alert_runs, by), **ctx)
+    base = v.baseline
+    main = figures.history(v.history, metric, v.unit, v.samples, v.bands, v.changes,
                            f"{metric} per run" + (f" (baseline {base.name} band: mean ± 2 sd "
                                                   "of its runs)" if base else ""))
-    panels = [_fig(figures.small_panel(v["panels"][m], title, u)) for m, title, u in PANELS
-              if v["panels"].get(m)]
+    panels = [_fig(figures.small_panel(v.panels[m], title, u)) for m, title, u in PANELS
+              if v.panels.get(m)]
     return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None,
                  common="", **ctx)
+
+
+def _grid(v: pages.BenchmarkView, alert_runs: dict[int, set[int]], by: str) -> dict:
+    """The per-series panels, those with alerts or change points first, and the config keys
+    every panel shares (said once above them)."""
+    order = sorted(v.history, key=lambda h: (not alert_runs.get(h["series_id"]),
+                                             not v.changes.get(h["series_id"]),
+                                             _natural(h["label"])))
+    common, diffs = split_series([{**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]}
+                                  for h in order])
+    grid = [{"series_id": h["series_id"], "label": h["label"], "runs": len(h["runs"]),
+             "short": series_label(d) if d else h["label"],
+             "changes": v.changes.get(h["series_id"], []),
+             "alerted": bool(alert_runs.get(h["series_id"])),
+             "figure": json.dumps(figures.series_panel(
+                 h, v.unit, v.bands.get(h["series_id"]), v.changes.get(h["series_id"], []),
+                 alert_runs.get(h["series_id"], set()), by))} for h, d in zip(order, diffs)]
+    return {"grid": grid, "common": series_label(common) if common and len(order) > 1 else ""}
 
 
 @router.get("/alerts", response_class=HTMLResponse)
@@ -153,24 +176,16 @@ def _parse_time(v: str | None, field: str) -> datetime | None:
 @router.get("/benchmarks/{name}/matrix", response_class=HTMLResponse)
 def matrix_page(request: Request, name: str, session: SessionDep, label: Opt = None,
                 baseline: Opt = None):
-    cells, base = history.matrix_cells(session, name, label, baseline)
+    cells, base = pages.matrix_cells(session, name, label, baseline)
     what = (f"label {label}: newest run per cell" + (f", colored by change vs baseline {base}"
                                                       if base else "")) if label else \
         (f"baseline {base}: mean of its runs per cell" if base else "newest default-branch run")
     fig = figures.matrix(cells, f"tok/s per cell ({what}; ± trial CV; bitwise-identical "
                                 "repeats)") if cells else None
-    findings = []
-    for metric in ("determinism", "tok_s"):
-        try:
-            a = attribution.attribution(session, name, metric, [label] if label else None)
-        except DomainError:
-            continue
-        findings.append(a.finding)
-        if a.spread_finding:
-            findings.append(a.spread_finding)
+    found = summaries.matrix_findings(session, name, label, _recompute(request))
     return _page(request, "matrix.html", title=f"{name} matrix · perfwarden", name=name,
-                 figure=_fig(fig) if fig else None, findings=findings, label=label or "",
-                 baseline=base,
+                 figure=_fig(fig) if fig else None, findings=found.lines, findings_note=found.note,
+                 label=label or "", baseline=base,
                  cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])))
 
 

@@ -14,7 +14,7 @@ from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .models import Run
 from .schemas import RunIn
-from .usecases import alerts, baselines, ingest, traces
+from .usecases import alerts, baselines, ingest, summaries, traces
 
 BASELINES_FILE = "baselines.json"
 
@@ -66,6 +66,8 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
                 baselines.set_from_labels(session, b["benchmark"], b["name"], b["labels"])
     with transaction(sessions) as session:  # the seeded histories' change points
         new = alerts.evaluate(session)
+    with transaction(sessions) as session:  # what the pages read (a job does it after ingest)
+        summaries.refresh_all(session)
     if progress and new:
         print(f"seed: {len(new)} alert(s) from change points of the default-branch histories",
               file=sys.stderr, flush=True)

@@ -2,6 +2,8 @@
 Both queues (procrastinate on PostgreSQL, the jobs table on SQLite) run these same functions."""
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +60,7 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     from ..db import transaction
     from ..usecases import alerts
 
+    _summarize(ctx, {"benchmark": args["benchmark"]})  # the pages' stored summaries first
     with transaction(ctx.sessions) as session:
         try:
             new = alerts.evaluate_benchmark(session, str(args["benchmark"]))
@@ -66,6 +69,18 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
             return
     if new:
         enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
+
+
+def _summarize(ctx: Context, args: dict[str, Any]) -> None:
+    """The stored summaries the dashboard reads (attribution, change points): usecases/summaries."""
+    from ..db import transaction
+    from ..usecases import summaries
+
+    with transaction(ctx.sessions) as session:
+        try:
+            summaries.refresh(session, str(args["benchmark"]), [str(x) for x in args.get("labels") or []])
+        except DomainError as e:  # the benchmark went away meanwhile
+            log.warning("summaries of %r skipped: %s", args["benchmark"], e.message)
 
 
 def _webhook(ctx: Context, args: dict[str, Any]) -> None:
@@ -97,6 +112,7 @@ def _backoff(s: Settings) -> float:
 KINDS: dict[str, Kind] = {
     "analyze_trace": Kind(_analyze_trace, _attempts, _backoff, give_up=_trace_failed),
     "evaluate_alerts": Kind(_evaluate_alerts, _attempts, _backoff),
+    "summarize": Kind(_summarize, _attempts, _backoff),
     # the webhook keeps its own retry settings (PERFWARDEN_ALERT_RETRIES, _ALERT_BACKOFF_S)
     "webhook": Kind(_webhook, lambda s: s.alert_retries, lambda s: s.alert_backoff_s),
     "github_issue": Kind(_github_issue, _attempts, _backoff),
@@ -114,6 +130,14 @@ def enqueue_evaluation(queue: Any, benchmarks: dict[str, list[int]]) -> None:
     for name, run_ids in benchmarks.items():
         queue.enqueue("evaluate_alerts", {"benchmark": name, "run_ids": run_ids[:1000]},
                       coalesce=f"evaluate:{name}")
+
+
+def enqueue_summaries(queue: Any, benchmark: str, labels: list[str]) -> None:
+    """A refresh a page asks for (its summary is missing or stale): one waiting job per
+    benchmark and labels."""
+    key = hashlib.sha256(json.dumps([benchmark, labels]).encode()).hexdigest()[:32]
+    queue.enqueue("summarize", {"benchmark": benchmark, "labels": labels[:20]},
+                  coalesce=f"summarize:{key}")
 
 
 def enqueue_deliveries(queue: Any, sessions: sessionmaker[Session], settings: Settings,

@@ -7,11 +7,12 @@ from .bot import PrComment
 from .jobs import Job
 from .runs import Run, RunMetric, Sample
 from .series_state import PendingEvaluation, SeriesState
+from .summary import Summary
 from .tokens import ApiToken
 from .traces import TraceFile
 
 __all__ = [
     'NAME', 'Base', 'Benchmark', 'Series', 'MetricDef', 'Run', 'Sample', 'RunMetric',
     'TraceFile', 'Baseline', 'BaselineHistory', 'ApiToken', 'PrComment', 'Alert', 'Job',
-    'PendingEvaluation', 'SeriesState',
+    'PendingEvaluation', 'SeriesState', 'Summary',
 ]

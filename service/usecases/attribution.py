@@ -34,7 +34,7 @@ def attribution(session: Session, benchmark: str, metric: str = "tok_s",
         if len(_CACHE) > 256:
             _CACHE.clear()
         try:
-            _CACHE[key] = _attribution(session, bench_id, benchmark, metric, labels, branch)
+            _CACHE[key] = compute(session, bench_id, benchmark, metric, labels, branch)
         except Invalid as e:  # "too few runs", "no digests": the same answer until runs change
             _CACHE[key] = e
     kept = _CACHE[key]
@@ -43,8 +43,9 @@ def attribution(session: Session, benchmark: str, metric: str = "tok_s",
     return kept.model_copy(deep=True)
 
 
-def _attribution(session: Session, bench_id: int, benchmark: str, metric: str,
-                 labels: list[str] | None, branch: str | None) -> AttributionOut:
+def compute(session: Session, bench_id: int, benchmark: str, metric: str,
+            labels: list[str] | None, branch: str | None) -> AttributionOut:
+    """The fits themselves (the API's answer; the stored summaries of usecases/summaries.py)."""
     facts_metric = "tok_s" if metric == "determinism" else metric
     rows = runs_repo.attribution_rows(session, bench_id, facts_metric, labels or [], branch)
     seen: set[str] = set()

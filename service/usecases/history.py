@@ -1,11 +1,10 @@
-"""A benchmark's history: per-run figures by series, change points, noise, the dashboard's
-benchmark and matrix views. History reads one branch (spec/api.md v1.1): the benchmark's default
+"""A benchmark's history: per-run figures by series, change points, noise (the dashboard's
+pages: usecases/pages.py). History reads one branch (spec/api.md v1.1): the benchmark's default
 branch unless asked otherwise, by the one history rule of v1.2 item 5
 (repositories/history.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
 record posted twice counts once."""
 from __future__ import annotations
 
-import statistics
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -14,7 +13,6 @@ from sqlalchemy.orm import Session
 from collectors.metrics import threshold_pct
 
 from ..errors import NotFound
-from ..repositories import baselines as baseline_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
@@ -136,102 +134,3 @@ def noise(session: Session, bench_name: str, metric: str = "tok_s", branch: str 
     return NoiseOut(benchmark=bench_name, metric=metric,
                     branch=None if baseline else (branch or default_branch(bench)),
                     baseline=baseline, series=rows)
-
-
-def benchmark_view(session: Session, name: str, metric: str, series_id: int | None,
-                   branch: str | None, label: str | None, gpu: str | None,
-                   since: datetime | None, until: datetime | None, baseline: str | None,
-                   panel_metrics: tuple[str, ...], detail: bool = True) -> dict[str, Any]:
-    """Everything the benchmark page draws: the selected history with the baseline's band and
-    change points; with `detail` (one series) the trial samples of recent runs and small panels
-    of other metrics too."""
-    bench = get_benchmark(session, name)
-    filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
-
-    def hist(m: str) -> list[dict[str, Any]]:
-        h = series_runs(session, bench, m, **filters)  # type: ignore[arg-type]
-        return [x for x in h if not gpu or x["gpu"] == gpu]
-
-    main = hist(metric)
-    # the series menu: every series of the benchmark (one small query, no run rows)
-    all_series = [{"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
-                   "runs": []} for s in series_repo.series_of_benchmark(session, bench.id)]
-    bases = baseline_repo.list_all(session, name)
-    base = next((b for b in bases if b.name == baseline), bases[0] if bases else None)
-    bands: dict[int, tuple[float, float, float]] = {}
-    if base is not None:
-        held = set(base.run_ids)
-        base_hist = series_runs(session, bench, metric, run_ids=list(held))
-        for h in base_hist:
-            means = [r["mean"] for r in h["runs"]]
-            if len(means) >= 2:
-                mu, sd = statistics.fmean(means), statistics.stdev(means)
-                bands[h["series_id"]] = (mu - 2 * sd, mu, mu + 2 * sd)
-            elif means:
-                bands[h["series_id"]] = (means[0], means[0], means[0])
-    thr = threshold_pct(metric)
-    changes = {}
-    for h in main:
-        cps = hstats.change_points([r["mean"] for r in h["runs"]], thr)
-        changes[h["series_id"]] = [{"index": c.index, "delta_pct": c.delta_pct,
-                                    "before_mean": c.before_mean, "after_mean": c.after_mean,
-                                    "started_at": h["runs"][c.index]["started_at"],
-                                    "run_id": h["runs"][c.index]["id"],
-                                    "commit": h["runs"][c.index]["commit"]} for c in cps]
-    samples: dict[int, list[float]] = {}
-    panels: dict[str, list[dict[str, Any]]] = {}
-    if detail:
-        shown = [r["id"] for h in main for r in h["runs"][-300:]]
-        samples = {rid: m.get(metric, []) for rid, m in
-                   runs_repo.samples_of(session, shown, [metric]).items()}
-        panels = {m: hist(m) for m in panel_metrics if m != metric}
-    return {"bench": bench, "history": main, "all_series": all_series, "baselines": bases,
-            "baseline": base, "bands": bands, "changes": changes, "samples": samples,
-            "unit": hist_repo.unit_of(session, bench.id, metric), "panels": panels,
-            "recent": runs_repo.recent_runs(session, bench.id, 25),
-            "default_branch": default_branch(bench)}
-
-
-def matrix_cells(session: Session, name: str, label: str | None,
-                 baseline: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """One cell per batch-size series: by default the baseline's runs (the newest baseline, or
-    `baseline`), else the newest default-branch run (never a PR run); with `label`, the newest
-    run of that label, and its change against the baseline's cell where one exists. Returns the
-    cells and the baseline's name."""
-    bench = get_benchmark(session, name)
-    bases = baseline_repo.list_all(session, name)
-    base = next((b for b in bases if b.name == baseline), None) if baseline else \
-        (bases[0] if bases else None)
-    if baseline and base is None:
-        raise NotFound(f"baseline {baseline!r} not found for benchmark {name!r}", "baseline")
-    base_hist = series_runs(session, bench, "tok_s", run_ids=list(base.run_ids)) if base else []
-    base_mean = {h["series_id"]: statistics.fmean(r["mean"] for r in h["runs"])
-                 for h in base_hist if h["runs"]}
-    if label:
-        hist = series_runs(session, bench, "tok_s", label=label, branch=ALL_BRANCHES)
-    elif base_hist:
-        hist = base_hist
-    else:
-        hist = series_runs(session, bench, "tok_s")
-    from_base = hist is base_hist and bool(base_hist)
-    hist = [h for h in hist if "batch_size" in h["config"] and h["runs"]]
-    latest = {h["series_id"]: h["runs"][-1] for h in hist}
-    runs = runs_repo.runs_by_id(session, [r["id"] for r in latest.values()])
-    cells = []
-    for h in hist:
-        cfg = h["config"]
-        last = latest[h["series_id"]]
-        det = runs[last["id"]].determinism or {}
-        variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
-                                       "graphs" if cfg.get("cuda_graphs") else "eager",
-                                       h["gpu"]) if x)
-        mean = base_mean[h["series_id"]] if from_base else last["mean"]
-        ref = base_mean.get(h["series_id"])
-        cv = 100.0 * last["stdev"] / last["mean"] if last["stdev"] is not None and last["mean"] \
-            else None  # one trial: no spread to show
-        cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
-                      "cv_pct": cv, "run_id": last["id"], "from_baseline": from_base,
-                      "change_pct": None if from_base or not ref else 100.0 * (mean / ref - 1),
-                      "det": f"{det.get('identical', '?')}/{det.get('repeats', '?')} identical"
-                      if det else "no digests"})
-    return cells, base.name if base else None

@@ -232,7 +232,7 @@ def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(clie
     """The matrix shows the baseline's cells by default (never a newer PR run), and a label's
     newest runs with their change against the baseline's cells."""
     from service.db import transaction
-    from service.usecases import history as uh
+    from service.usecases import pages
 
     base = history(series=2, runs=3)
     for r in base:
@@ -249,10 +249,10 @@ def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(clie
     assert r.status_code in (200, 201), r.text
     sessions = client.app.state.sessions
     with transaction(sessions) as s:
-        cells, name = uh.matrix_cells(s, "moe-decode-30", None)
+        cells, name = pages.matrix_cells(s, "moe-decode-30", None)
         assert name == "v17" and len(cells) == 2
         assert all(c["from_baseline"] and c["change_pct"] is None for c in cells)
-        cells, _ = uh.matrix_cells(s, "moe-decode-30", "pr-9")
+        cells, _ = pages.matrix_cells(s, "moe-decode-30", "pr-9")
     by_m = {c["batch_size"]: c for c in cells}
     assert by_m[2]["change_pct"] == pytest.approx(-4.0, abs=0.3)
     assert abs(by_m[1]["change_pct"]) < 0.3
@@ -297,7 +297,7 @@ def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiv
     """v1.2 item 5: experiment arms (-51%) and bisect runs (-20%) between main's flat runs
     enter no change point, no noise figure, no dashboard marker and raise no alert."""
     from service.db import transaction
-    from service.usecases import history as uh
+    from service.usecases import pages
 
     app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
     with TC(app) as c:
@@ -319,11 +319,12 @@ def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiv
         noise = c.get("/api/v1/noise", params={"benchmark": "moe-decode-30"}).json()
         assert noise["series"][0]["runs"] == 12 and noise["series"][0]["run_to_run_cv_pct"] < 0.2
         assert c.get("/api/v1/alerts").json()["count"] == 0
+        drain_jobs(app)  # the stored change points the page marks
         with transaction(app.state.sessions) as s:
-            view = uh.benchmark_view(s, "moe-decode-30", "tok_s", None, None, None, None, None,
-                                     None, None, ("tok_s",))
-        assert [len(h["runs"]) for h in view["history"]] == [12]
-        assert all(v == [] for v in view["changes"].values())
+            view = pages.benchmark_view(s, "moe-decode-30", "tok_s", None, None, None, None, None,
+                                        None, None, ("tok_s",), lambda *_: None)
+        assert [len(h["runs"]) for h in view.history] == [12]
+        assert view.changes_note == "" and all(v == [] for v in view.changes.values())
         # the runs are still stored and found by their tags
         runs = c.get("/api/v1/runs", params={"experiment": "exp-x", "limit": 100}).json()
         assert runs["count"] == 4

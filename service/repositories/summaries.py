@@ -1,0 +1,71 @@
+"""Stored summaries and the cheap indexed reads that tell whether one is current: the count and
+newest id of the runs it covers. Repositories never commit: the caller owns the transaction."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..models import Run, RunMetric, Summary
+
+Coverage = tuple[int, int]  # (run count, newest run id)
+
+
+def coverage(session: Session, bench_id: int, label: str = "") -> Coverage:
+    """(count, newest id) of the benchmark's runs, or of one label's (indexed: runs.label)."""
+    q = select(func.count(), func.max(Run.id)).where(Run.benchmark_id == bench_id)
+    if label:
+        q = q.where(Run.label == label)
+    n, top = session.execute(q).one()
+    return int(n or 0), int(top or 0)
+
+
+def label_coverage(session: Session, bench_id: int, labels: list[str]) -> dict[str, Coverage]:
+    """Per label (of these): (count, newest id) of its runs in the benchmark."""
+    if not labels:
+        return {}
+    rows = session.execute(select(Run.label, func.count(), func.max(Run.id))
+                           .where(Run.benchmark_id == bench_id, Run.label.in_(labels))
+                           .group_by(Run.label))
+    return {str(label): (int(n), int(top)) for label, n, top in rows}
+
+
+def labels_after(session: Session, bench_id: int, run_id: int, limit: int) -> list[str]:
+    """The labels of the benchmark's runs newer than `run_id` (by id), newest first."""
+    rows = session.execute(select(Run.label, func.max(Run.id).label("top"))
+                           .where(Run.benchmark_id == bench_id, Run.id > run_id,
+                                  Run.label.is_not(None))
+                           .group_by(Run.label).order_by(func.max(Run.id).desc()).limit(limit))
+    return [str(label) for label, _ in rows]
+
+
+def metrics_of(session: Session, bench_id: int) -> list[str]:
+    """Every metric the benchmark's runs carry."""
+    return sorted(m for (m,) in session.execute(
+        select(RunMetric.metric).join(Run, Run.id == RunMetric.run_id)
+        .where(Run.benchmark_id == bench_id).distinct()))
+
+
+def get(session: Session, bench_id: int, kind: str, metric: str, label: str = ""
+        ) -> Summary | None:
+    return session.scalars(select(Summary).where(
+        Summary.benchmark_id == bench_id, Summary.kind == kind, Summary.metric == metric,
+        Summary.label == label)).first()
+
+
+def of_kind(session: Session, bench_id: int, kind: str) -> list[Summary]:
+    return list(session.scalars(select(Summary).where(Summary.benchmark_id == bench_id,
+                                                      Summary.kind == kind)))
+
+
+def put(session: Session, bench_id: int, kind: str, metric: str, label: str, covers: Coverage,
+        body: dict[str, Any], now: datetime) -> None:
+    """Store (or replace) one summary with the runs it covers."""
+    row = get(session, bench_id, kind, metric, label)
+    if row is None:
+        row = Summary(benchmark_id=bench_id, kind=kind, metric=metric, label=label)
+        session.add(row)
+    row.runs, row.last_run_id, row.body, row.computed_at = covers[0], covers[1], body, now
+    session.flush()
