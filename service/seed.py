@@ -7,14 +7,12 @@ import sys
 from pathlib import Path
 
 from pydantic import ValidationError
-from sqlalchemy import func, select
 
 from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
-from .models import Run
 from .schemas import RunIn
-from .usecases import alerts, baselines, ingest, summaries, traces
+from .usecases import alerts, baselines, ingest, runs, summaries, traces
 
 BASELINES_FILE = "baselines.json"
 
@@ -83,7 +81,6 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
 
 def seed_if_empty(settings: Settings, directory: str | Path, progress: bool = False) -> int:
     sessions = session_factory(make_engine(settings.database_url))
-    with transaction(sessions) as session:
-        if (session.scalar(select(func.count()).select_from(Run)) or 0) > 0:
-            return 0
+    if runs.any_stored(sessions):
+        return 0
     return seed(settings, directory, progress)

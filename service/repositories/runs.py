@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import weakref
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -154,13 +155,23 @@ def list_runs(session: Session, benchmark_name: str | None = None, label: str | 
 
 # --- reads for the use cases: each gathers one kind of row for many runs in one query ---
 
-def run_keys(session: Session, ids: list[int]) -> dict[int, tuple[int, int, str]]:
-    """id -> (benchmark_id, series_id, body_sha256)."""
+class RunKey(NamedTuple):
+    benchmark_id: int
+    series_id: int
+    body_sha256: str
+
+
+def any_run(session: Session) -> bool:
+    return session.scalar(select(Run.id).limit(1)) is not None
+
+
+def run_keys(session: Session, ids: list[int]) -> dict[int, RunKey]:
+    """id -> its benchmark, series and body hash (a record posted twice has one hash)."""
     if not ids:
         return {}
     rows = session.execute(select(Run.id, Run.benchmark_id, Run.series_id, Run.body_sha256)
                            .where(Run.id.in_(ids)))
-    return {r.id: (r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
+    return {r.id: RunKey(r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
 
 
 def metric_names(session: Session, run_ids: list[int]) -> list[str]:

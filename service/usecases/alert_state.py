@@ -18,10 +18,9 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from collectors.metrics import HIGHER, lookup, threshold_pct
 
+from ..db import Session
 from ..repositories import alerts as alerts_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo

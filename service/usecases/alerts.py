@@ -17,9 +17,8 @@ import shlex
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from ..config import Settings
+from ..db import Session
 from ..errors import Invalid, NotFound
 from ..format import clean, series_label
 from ..repositories import alerts as repo

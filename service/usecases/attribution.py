@@ -2,8 +2,7 @@
 "Attribution"): which key explains the run means, the trial spread, or non-identical repeats."""
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..errors import Invalid, NotFound
 from ..repositories import runs as runs_repo
 from ..schemas import AttributionOut, FactorOut

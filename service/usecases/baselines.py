@@ -40,7 +40,7 @@ def resolve(session: Session, bench_id: int, bench_name: str, ref: str) -> list[
         if not ids:
             raise Invalid(f"baseline {ref!r}: expected runs:ID,ID,...", "baseline")
         keys = runs_repo.run_keys(session, ids)
-        missing = [i for i in ids if i not in keys or keys[i][0] != bench_id]
+        missing = [i for i in ids if i not in keys or keys[i].benchmark_id != bench_id]
         if missing:
             raise NotFound(f"baseline {ref!r}: run {missing[0]} not found in {bench_name}",
                            "baseline")

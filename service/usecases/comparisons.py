@@ -18,6 +18,7 @@ from ..db import Session
 from ..errors import Invalid, NotFound
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
+from ..repositories.runs import RunKey
 from ..schemas import FIXED_SERIES_KEYS, GateIn
 from ..stats.blocked import assess_blocks, look_alpha
 from ..stats.gate import Comparison, Judgement, judge
@@ -109,14 +110,14 @@ def watched_metrics(names: Sequence[str] | None = None) -> list[str]:
             if lookup(m) is not None and role_of(m) == GATE]
 
 
-def count_once(ids: Sequence[int], keys: Mapping[int, tuple[int, int, str]],
+def count_once(ids: Sequence[int], keys: Mapping[int, RunKey],
                exclude: set[str] | None = None) -> list[int]:
     """Each record once: runs with the same body (a retried post, a re-ingested file) count as
     the first of them; runs whose body is in `exclude` are dropped."""
     seen = set(exclude or ())
     out = []
     for i in ids:
-        h = keys[i][2]
+        h = keys[i].body_sha256
         if h in seen:
             continue
         seen.add(h)
@@ -225,26 +226,26 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
     asked = list(dict.fromkeys(sel.run_ids))
     keys = runs_repo.run_keys(session, asked + base_ref_ids)
     for rid in asked:
-        if rid not in keys or keys[rid][0] != bench.id:
+        if rid not in keys or keys[rid].benchmark_id != bench.id:
             raise NotFound(f"run {rid} not found in {sel.benchmark}", "run_ids")
     cand_ids = count_once(asked, keys)
     base_ids = count_once(sorted(i for i in base_ref_ids if i in keys), keys,
-                          exclude={keys[i][2] for i in asked})
-    series = series_repo.series_rows(session, {keys[i][1] for i in cand_ids + base_ids})
+                          exclude={keys[i].body_sha256 for i in asked})
+    series = series_repo.series_rows(session, {keys[i].series_id for i in cand_ids + base_ids})
     names, defs = _pick(session, cand_ids, sel.metrics, "candidate runs")
     samples = runs_repo.samples_of(session, cand_ids + base_ids, names)
     vary = list(sel.vary)
     matching = _matcher(series, vary)
     items = []
-    for sid in sorted({keys[i][1] for i in cand_ids}):
+    for sid in sorted({keys[i].series_id for i in cand_ids}):
         s = series[sid]
         desc = series_desc(s)
-        c_runs = [i for i in cand_ids if keys[i][1] == sid]
-        b_runs = [i for i in base_ids if matching(keys[i][1]) == matching(sid)]
-        b_series = sorted({keys[i][1] for i in b_runs})
+        c_runs = [i for i in cand_ids if keys[i].series_id == sid]
+        b_runs = [i for i in base_ids if matching(keys[i].series_id) == matching(sid)]
+        b_series = sorted({keys[i].series_id for i in b_runs})
         why = None if b_runs else "no baseline run in this series (same config and GPU" + (
             f", ignoring {', '.join(vary)})" if vary else ")") + nearest_reason(
-                s, [series[b] for b in sorted({keys[i][1] for i in base_ids})], vary)
+                s, [series[b] for b in sorted({keys[i].series_id for i in base_ids})], vary)
         if vary and b_series:
             for k in vary:
                 desc[k] = {"baseline": series[b_series[0]].config.get(k), "candidate": s.config.get(k)}
@@ -260,7 +261,7 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
             b_ids = [i for i in b_runs if name in samples.get(i, {})]
             spread: tuple[float, ...] = ()
             if 0 < len(b_ids) < 3 and d.role == GATE and not d.exact:
-                spread = tuple(history.recent_means(session, bench, keys[b_ids[0]][1], name,
+                spread = tuple(history.recent_means(session, bench, keys[b_ids[0]].series_id, name,
                                                     exclude=set(c_ids) | set(b_ids),
                                                     limit=HISTORY_RUNS))
             items.append(Comparison(
@@ -282,7 +283,7 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
     rows = runs_repo.experiment_runs(session, exp_id)
     if not rows:
         raise NotFound(f"experiment {exp_id!r} not found", "experiment")
-    keys = {r.id: (r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
+    keys = {r.id: RunKey(r.benchmark_id, r.series_id, r.body_sha256) for r in rows}
     ids = {arm: count_once([r.id for r in rows if r.experiment_arm == arm], keys) for arm in ARMS}
     if not ids["baseline"] or not ids["candidate"]:
         raise Invalid(f"experiment {exp_id!r}: both arms need runs (baseline "
@@ -290,19 +291,19 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
     block_of = {r.id: r.experiment_block for r in rows}
     stored = [r.experiment_looks for r in rows if r.experiment_looks]
     looks = max(stored) if stored else sel.looks
-    series = series_repo.series_rows(session, {keys[i][1] for i in keys})
-    cfg = {arm: [series[keys[i][1]].config for i in ids[arm]] for arm in ARMS}
+    series = series_repo.series_rows(session, {keys[i].series_id for i in keys})
+    cfg = {arm: [series[keys[i].series_id].config for i in ids[arm]] for arm in ARMS}
     varied = sorted(set(varied_keys(cfg["baseline"], cfg["candidate"])) | set(sel.vary))
     names, defs = _pick(session, ids["candidate"], sel.metrics, "the candidate arm")
     samples = runs_repo.samples_of(session, ids["baseline"] + ids["candidate"], names)
     matching = _matcher(series, varied)
     items = []
-    for sid in sorted({keys[i][1] for i in ids["candidate"]}):
+    for sid in sorted({keys[i].series_id for i in ids["candidate"]}):
         s = series[sid]
         desc = series_desc(s)
-        c_runs = [i for i in ids["candidate"] if keys[i][1] == sid]
-        b_runs = [i for i in ids["baseline"] if matching(keys[i][1]) == matching(sid)]
-        b_series = sorted({keys[i][1] for i in b_runs})
+        c_runs = [i for i in ids["candidate"] if keys[i].series_id == sid]
+        b_runs = [i for i in ids["baseline"] if matching(keys[i].series_id) == matching(sid)]
+        b_series = sorted({keys[i].series_id for i in b_runs})
         for k in varied:
             if b_series:
                 desc[k] = {"baseline": series[b_series[0]].config.get(k),

@@ -8,10 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy.orm import Session
-
 from collectors.metrics import threshold_pct
 
+from ..db import Session
 from ..errors import NotFound
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo

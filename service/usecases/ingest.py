@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from ..db import transaction
+from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..repositories import ingest as ingest_repo
 from ..repositories import runs as runs_repo
@@ -15,7 +13,7 @@ ATTEMPTS = 3
 log = logging.getLogger("perfwarden.ingest")
 
 
-def store_run(sessions: sessionmaker[Session], run: RunIn) -> tuple[int, bool]:
+def store_run(sessions: SessionFactory, run: RunIn) -> tuple[int, bool]:
     """(id, created). The same idempotency key with the same body gives the first run's id;
     with another body, Conflict. Nothing is stored from a rejected record."""
     digest = ingest_repo.body_hash(run)
@@ -31,7 +29,7 @@ def store_run(sessions: sessionmaker[Session], run: RunIn) -> tuple[int, bool]:
     raise AssertionError("unreachable")
 
 
-def store_runs(sessions: sessionmaker[Session], runs: list[RunIn]) -> tuple[list[int], int]:
+def store_runs(sessions: SessionFactory, runs: list[RunIn]) -> tuple[list[int], int]:
     """A batch: all or nothing, one transaction. Returns (ids in order, how many were new).
     A record whose idempotency key is stored (or earlier in the batch) with the same body gives
     that run's id; with another body, Conflict naming the record."""

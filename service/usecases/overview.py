@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..errors import DomainError
 from ..format import series_label
 from ..repositories import baselines as baseline_repo

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..errors import NotFound
 from ..repositories import baselines as baseline_repo
 from ..repositories import history as hist_repo

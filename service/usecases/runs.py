@@ -70,3 +70,9 @@ def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = 
                 removed += 1
     return {"id": run_id, "deleted": True, "trace_files_removed": removed,
             "left_baselines": [b.name for b in holding]}
+
+
+def any_stored(sessions: SessionFactory) -> bool:
+    """Whether the database holds any run (the seed loads only into an empty one)."""
+    with transaction(sessions) as session:
+        return runs_repo.any_run(session)

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.orm import Session
-
+from ..db import Session
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as repo

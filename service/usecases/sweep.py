@@ -2,12 +2,10 @@
 (the database restored from a backup, the queue wiped)."""
 from __future__ import annotations
 
-from sqlalchemy.orm import Session, sessionmaker
-
-from ..db import transaction
+from ..db import SessionFactory, transaction
 from ..repositories import runs as runs_repo
 
 
-def pending_traces(sessions: sessionmaker[Session]) -> list[int]:
+def pending_traces(sessions: SessionFactory) -> list[int]:
     with transaction(sessions) as session:
         return runs_repo.pending_trace_ids(session)
