@@ -6,6 +6,7 @@ import os
 import sys
 
 from collectors.errors import CliError
+from collectors.options import thresholds
 
 from ..schemas import CompareOut, ExperimentOut
 from .check import post_check
@@ -28,13 +29,8 @@ def _judged(args) -> dict[str, str]:
     if getattr(args, "metric", None):
         q["metrics"] = ",".join(args.metric)
     if getattr(args, "threshold", None):
-        for t in args.threshold:
-            name, _, val = t.partition("=")
-            try:
-                float(val)
-            except ValueError:
-                raise CliError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
-        q["thresholds"] = ",".join(args.threshold)
+        given = thresholds(args.threshold)  # the one reading of --threshold (CliError if bad)
+        q["thresholds"] = ",".join(f"{name}={pct!r}" for name, pct in given.items())
     return q
 
 
