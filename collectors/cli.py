@@ -442,14 +442,10 @@ def cmd_analyze(args) -> int:
     import re
 
     from .traces import Options, TraceError
-    from .traces.analysis import analyze, project, resolve_steps, stream_roles
     from .traces.diff import diff_summaries
-    from .traces.load import load_traces, rank_rows
-    from .traces.model import concat_traces
-    from .traces.ordering import REFERENCE_REGEX, check_ordering
+    from .traces.pipeline import Check, analyze_files
     from .traces.presets import guard_regex
     from .traces.progress import Progress
-    from .traces.steps import keep_regex
 
     guard_kernels = guard_regex(args.guard_preset, args.guard_kernels)
     try:
@@ -460,30 +456,15 @@ def cmd_analyze(args) -> int:
         raise CliError(f"invalid regex: {e}") from None
     opts = Options(step_regex=args.step_regex, min_gap_us=args.min_gap_us,
                    main_streams=args.main_stream, aux_streams=args.aux_stream)
-    guarded = bool(guard_kernels or args.guard_range)
     prog = Progress(None if args.quiet else sys.stderr)
 
     if args.reference and not args.guard_range:
         raise CliError("--reference is the eager trace for --guard-range; give --guard-range too")
 
-    # host ranges kept while loading: the steps, and the phases the ordering check needs
-    keep = keep_regex(opts.step_regex, args.guard_range, REFERENCE_REGEX if guarded else None)
+    check = Check(guard_kernels, args.guard_range, tuple(args.reference or ()))
 
     def one(paths):
-        traces = load_traces(paths, keep, prog, jobs=args.jobs)
-        trace = concat_traces(traces)
-        topts = resolve_steps(trace, opts)
-        proj = project(trace, str(topts.step_regex))
-        summary = analyze(trace, topts, proj)
-        if len(traces) > 1:
-            summary["ranks"] = rank_rows(summary, traces)
-        if guarded:
-            ref = concat_traces(load_traces(args.reference, keep, prog)) \
-                if args.reference else None
-            summary["ordering"] = check_ordering(trace, guard_kernels, topts, proj,
-                                                 stream_roles(trace, proj, topts),
-                                                 guard_range=args.guard_range, reference=ref)
-        return summary
+        return analyze_files(paths, opts, prog, args.jobs, check)
 
     try:
         base = one(args.traces)
