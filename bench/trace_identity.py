@@ -35,7 +35,7 @@ def cases() -> list[list[str]]:
 def run(tree: Path, case: list[str]) -> bytes:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     p = subprocess.run([sys.executable, "-m", "collectors.cli", "analyze", "--json", "--quiet",
-                        "--jobs", "2", *case], env=env, capture_output=True, cwd=ROOT)
+                        "--jobs", "2", *case], env=env, capture_output=True, cwd=tree)  # -m: the cwd's tree
     return p.stdout + f"\nexit {p.returncode}".encode()
 
 

@@ -165,16 +165,18 @@ def build_rank_set(single: Path, ranks: int) -> Path:
     return folder
 
 
-def measure(cmd: list[str], env=None, repeat: int = 1) -> tuple[float, float, int]:
+def measure(cmd: list[str], env=None, repeat: int = 1, cwd: Path | None = None
+            ) -> tuple[float, float, int]:
     """Best wall time, its peak RSS and exit code over `repeat` runs of a child process (this VM
     has noisy neighbours: the best of a few runs is the least disturbed one)."""
-    runs = [_measure_once(cmd, env) for _ in range(repeat)]
+    runs = [_measure_once(cmd, env, cwd) for _ in range(repeat)]
     return min(runs)
 
 
-def _measure_once(cmd: list[str], env=None) -> tuple[float, float, int]:
+def _measure_once(cmd: list[str], env=None, cwd: Path | None = None) -> tuple[float, float, int]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -266,10 +268,11 @@ def main() -> int:
             wall, rss, code = measure(pw + [str(path)], env, args.repeat)
             rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
     rank_label = ""
-    before_env = {**os.environ, "PYTHONPATH": str(tree_at(args.before))} if args.before else None
+    old = tree_at(args.before) if args.before else None  # run from there: -m imports the cwd's
+    before_env = {**os.environ, "PYTHONPATH": str(old)} if old else None
     if before_env is not None:
         for label, path in singles[:1]:
-            wall, rss, code = measure(pw + [str(path)], before_env, args.repeat)
+            wall, rss, code = measure(pw + [str(path.resolve())], before_env, args.repeat, old)
             rows.append((f"perfwarden @{args.before}", label, path.stat().st_size / 1e6, wall,
                          rss, code))
     if args.ranks > 1:
@@ -280,7 +283,8 @@ def main() -> int:
         wall, rss, code = measure(pw + [str(f) for f in files], env, args.repeat)
         rows.append(("perfwarden analyze", rank_label, size, wall, rss, code))
         if before_env is not None:
-            wall, rss, code = measure(pw + [str(f) for f in files], before_env, args.repeat)
+            wall, rss, code = measure(pw + [str(f.resolve()) for f in files], before_env,
+                                      args.repeat, old)
             rows.append((f"perfwarden @{args.before}", rank_label, size, wall, rss, code))
         singles += ((rank_label, files[0]),)
     if not args.skip_hta:
