@@ -13,11 +13,17 @@ prints wall time and peak memory (max RSS of the process).
     python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
     python bench/trace_speed.py --only-nsys --repeat 2   # nsys: this tree against the previous loader
+    python bench/trace_speed.py --mb 251 --ranks 8 --before main   # the goals of issue #24
 
 `--only-nsys` times, on the 1.08M-kernel export, `perfwarden analyze` and the loader alone from
 this tree and from commit NSYS_BASE (the loader before issue #24: rows as Python tuples), and a
 plain `sqlite3` + pandas read of the same tables (what an `nsys stats`-style report reads; no
 analysis), then prints PASS/FAIL for the goal (analyze under 5 s). HTA cannot read nsys exports.
+
+`--before REV` also times perfwarden as it was at REV (its collectors/ and service/, unpacked
+under bench/out/rev-REV) on the same files in the same run. The last lines judge the goals of
+issue #24 on the best of the runs: Kineto >= 15x HTA with <= 1/3 of its peak memory; the rank
+set >= 15x HTA with at most its peak memory (PASS/FAIL each).
 
 HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
 bench/out/venv-hta, created with `pip install holistictraceanalysis==0.5.0` when missing.
@@ -233,16 +239,18 @@ def build_rank_set(single: Path, ranks: int) -> Path:
     return folder
 
 
-def measure(cmd: list[str], env=None, repeat: int = 1) -> tuple[float, float, int]:
+def measure(cmd: list[str], env=None, repeat: int = 1, cwd: Path | None = None
+            ) -> tuple[float, float, int]:
     """Best wall time, its peak RSS and exit code over `repeat` runs of a child process (this VM
     has noisy neighbours: the best of a few runs is the least disturbed one)."""
-    runs = [_measure_once(cmd, env) for _ in range(repeat)]
+    runs = [_measure_once(cmd, env, cwd) for _ in range(repeat)]
     return min(runs)
 
 
-def _measure_once(cmd: list[str], env=None) -> tuple[float, float, int]:
+def _measure_once(cmd: list[str], env=None, cwd: Path | None = None) -> tuple[float, float, int]:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -274,13 +282,47 @@ def hta_python(path: str | None) -> str:
     return str(py)
 
 
+def tree_at(rev: str) -> Path:
+    """collectors/ and service/ as they were at `rev`, unpacked once under bench/out."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    out = OUT / f"rev-{sha}"
+    if not (out / "service").exists():
+        out.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", sha, "collectors", "service"], cwd=ROOT,
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+GOALS = (("kineto json", 15.0, 1 / 3), ("ranks", 15.0, 1.0))  # label, speed-up, memory share
+
+
+def judge(by: dict, rank_label: str) -> None:
+    """PASS/FAIL per goal of issue #24 (best of the runs of each tool)."""
+    for label, speed, mem in GOALS:
+        label = rank_label if label == "ranks" else label
+        if not label or ("perfwarden", label) not in by:
+            continue
+        if ("HTA", label) not in by:
+            print(f"goal {label}: NOT JUDGED (HTA did not run)")
+            continue
+        (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
+        ok = h_w / pw_w >= speed and pw_r <= mem * h_r
+        print(f"goal {label}: {'PASS' if ok else 'FAIL'}: {h_w / pw_w:.1f}x HTA's speed (goal "
+              f">= {speed:.0f}x), peak RSS {pw_r:.0f} MB vs HTA {h_r:.0f} MB (goal <= "
+              f"{mem:.2g} of it)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=220)
     ap.add_argument("--kernels", type=int, default=1_080_000)
     ap.add_argument("--hta-python")
     ap.add_argument("--skip-hta", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool and trace; best is kept")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per tool and trace; best is kept")
+    ap.add_argument("--before", metavar="REV",
+                    help="also time perfwarden as it was at this git revision")
     ap.add_argument("--ranks", type=int, default=0,
                     help="also time a set of this many rank files (copies of the --mb file with "
                          "their own rank), all analyzed at once (perfwarden: in parallel)")
@@ -305,6 +347,13 @@ def main() -> int:
             wall, rss, code = measure(pw + [str(path)], env, args.repeat)
             rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
     rank_label = ""
+    old = tree_at(args.before) if args.before else None  # run from there: -m imports the cwd's
+    before_env = {**os.environ, "PYTHONPATH": str(old)} if old else None
+    if before_env is not None:
+        for label, path in singles[:1]:
+            wall, rss, code = measure(pw + [str(path.resolve())], before_env, args.repeat, old)
+            rows.append((f"perfwarden @{args.before}", label, path.stat().st_size / 1e6, wall,
+                         rss, code))
     if args.ranks > 1:
         folder = build_rank_set(kin, args.ranks)
         files = sorted(folder.glob("rank*.json"), key=lambda p: int(p.stem[4:]))
@@ -312,6 +361,10 @@ def main() -> int:
         size = sum(f.stat().st_size for f in files) / 1e6
         wall, rss, code = measure(pw + [str(f) for f in files], env, args.repeat)
         rows.append(("perfwarden analyze", rank_label, size, wall, rss, code))
+        if before_env is not None:
+            wall, rss, code = measure(pw + [str(f.resolve()) for f in files], before_env,
+                                      args.repeat, old)
+            rows.append((f"perfwarden @{args.before}", rank_label, size, wall, rss, code))
         singles += ((rank_label, files[0]),)
     if not args.skip_hta:
         py = hta_python(args.hta_python)
@@ -325,7 +378,7 @@ def main() -> int:
     for tool, label, mb, wall, rss, code in rows:
         ok = "yes" if code == 0 else "NO"
         print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {ok:>4}")
-    by = {(t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
+    by = {(t if "@" in t else t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
     print("(peak RSS: the largest single process; perfwarden's rank set loads in a process pool "
           "and HTA's in its own)" if rank_label else "")
     for label in ("kineto json", "kineto json.gz", rank_label):
@@ -333,6 +386,11 @@ def main() -> int:
             (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
             print(f"{label}: perfwarden is {h_w / pw_w:.1f}x faster than HTA with "
                   f"{pw_r / h_r:.2f}x its peak memory")
+    for tool, label, _, wall, _, code in rows:
+        if tool.startswith("perfwarden @") and code == 0 and ("perfwarden", label) in by:
+            print(f"{label}: this tree is {wall / by[('perfwarden', label)][0]:.2f}x as fast as "
+                  f"perfwarden {tool.removeprefix('perfwarden ')}")
+    judge(by, rank_label)
     return 0
 
 

@@ -8,9 +8,10 @@ rounded to 12 significant digits, so binary float noise (`999.9686800000001`) ne
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from collectors.traces.load import rank_of
 
 from .stats.assess import level_pct as level_pct  # the printed level of alpha, one source
 
@@ -130,5 +131,5 @@ def hardware(gpu: str | None, gpu_count: int | None) -> str:
 
 def trace_rank(filename: str) -> str:
     """`, rank 3` for a rank file of a trace set (`trace_M1_rank3.json.gz`), else empty."""
-    m = re.search(r"rank[_-]?(\d+)", filename)
-    return f", rank {m.group(1)}" if m else ""
+    r = rank_of(filename)
+    return f", rank {r}" if r is not None else ""

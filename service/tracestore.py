@@ -1,4 +1,5 @@
-"""Content-addressed trace storage: uploads stream to disk (never whole in memory), then analyze."""
+"""Content-addressed trace storage: uploads stream to disk (never whole in memory), size limits,
+file checks; the analysis is THE trace pipeline (collectors/traces/pipeline.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,8 +13,8 @@ from fastapi import Request
 
 from collectors.traces import Options, TraceError
 from collectors.traces.analysis import project, step_regex_of, timeline
-from collectors.traces.load import load_trace, rank_rows, sniff
-from collectors.traces.pipeline import KEEP, summarize
+from collectors.traces.load import load_trace, sniff
+from collectors.traces.pipeline import SERVER_CHECK, analyze_files
 from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
 
@@ -103,27 +104,17 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file."""
     try:
         fmt = sniff(path, filename)
-        trace = load_trace(path, KEEP, None, filename)
-        summary = summarize(trace, Options())
     except TraceError as e:
-        msg = str(e).replace(str(path), filename)
-        raise Invalid(msg, "body", code="bad_trace") from None
-    summary["source"] = filename
-    summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
-    return FORMATS.get(fmt, "kineto"), summary
+        raise Invalid(str(e).replace(str(path), filename), "body", code="bad_trace") from None
+    return FORMATS.get(fmt, "kineto"), analyze_set([(path, filename)])
 
 
 def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
-    """The ranks of one run (one file each), loaded and summarized together."""
-    from collectors.traces.model import concat_traces
-
+    """The ranks of one run (one file each): THE trace pipeline on the stored files, with the
+    server's ordering check; TraceError becomes 422 naming the uploaded files."""
     try:
-        traces = [load_trace(p, KEEP, None, name) for p, name in files]
-        for t, (_, name) in zip(traces, files):
-            t.source = name  # stored by content hash: the rank rows name the uploaded file
-        summary = summarize(concat_traces(traces), Options())
-        if len(traces) > 1:
-            summary["ranks"] = rank_rows(summary, traces)
+        summary = analyze_files([p for p, _ in files], Options(), check=SERVER_CHECK,
+                                names=[name for _, name in files])
     except TraceError as e:
         msg = str(e)
         for p, name in files:

@@ -94,27 +94,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def _summary(paths: list[str], args: argparse.Namespace, opts: Options, guard_kernels: str | None,
              prog: Progress) -> TraceSummary:
-    """The trace pipeline on one trace set: load the rank files, find the steps, analyze, rank
-    rows, and the ordering check when a guard is given."""
-    from ..traces.analysis import analyze, project, resolve_steps, stream_roles
-    from ..traces.load import load_traces, rank_rows
-    from ..traces.model import concat_traces
-    from ..traces.ordering import REFERENCE_REGEX, check_ordering
-    from ..traces.steps import keep_regex
+    """The one trace pipeline (collectors/traces/pipeline.py) on one trace set."""
+    from ..traces.pipeline import Check, analyze_files
 
-    guarded = bool(guard_kernels or args.guard_range)
-    # host ranges kept while loading: the steps, and the phases the ordering check needs
-    keep = keep_regex(opts.step_regex, args.guard_range, REFERENCE_REGEX if guarded else None)
-    traces = load_traces(paths, keep, prog, jobs=args.jobs)
-    trace = concat_traces(traces)
-    topts = resolve_steps(trace, opts)
-    proj = project(trace, str(topts.step_regex))
-    summary = analyze(trace, topts, proj)
-    if len(traces) > 1:
-        summary["ranks"] = rank_rows(summary, traces)
-    if guarded:
-        ref = concat_traces(load_traces(args.reference, keep, prog)) if args.reference else None
-        summary["ordering"] = check_ordering(trace, guard_kernels, topts, proj,
-                                             stream_roles(trace, proj, topts),
-                                             guard_range=args.guard_range, reference=ref)
-    return summary
+    check = Check(guard_kernels, args.guard_range, tuple(args.reference or ()))
+    return analyze_files(paths, opts, prog, args.jobs, check)

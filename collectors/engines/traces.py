@@ -16,11 +16,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..traces.load import rank_of
 from .vllm import EngineOutputError
 
 _KINETO = re.compile(r"\.json(?:\.gz)?$")
 _NSYS = re.compile(r"\.(?:sqlite(?:\.gz)?|nsys-rep)$")
-_RANK = re.compile(r"(?:TP-|rank[_-]?|TP|tp)(\d+)")
 _DECODE = re.compile(r"-decode\b", re.IGNORECASE)
 _STAGE = re.compile(r"-(?:prefill|extend)\b", re.IGNORECASE)
 
@@ -30,11 +30,6 @@ def _is_trace_name(name: str) -> bool:
         return True
     # Kineto: the profilers' own names; a bare .json is a result file more often than a trace
     return bool(_KINETO.search(name)) and ("trace" in name or name.endswith(".json.gz"))
-
-
-def rank_of(name: str) -> int | None:
-    m = _RANK.search(name)
-    return int(m.group(1)) if m else None
 
 
 def _from_dir(d: Path) -> list[Path]:

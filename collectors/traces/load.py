@@ -1,21 +1,20 @@
-"""Open any supported trace file by its content (not only its name) and analyze one or many."""
+"""Open any supported trace file by its content (not only its name); load the files of a rank set
+in parallel (pipeline.py analyzes them)."""
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from .analysis import Options, analyze
 from .kineto import load_kineto
-from .model import Trace, TraceError, concat_traces
+from .model import Trace, TraceError
 from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
 from .progress import Progress
-from .steps import keep_regex
-from .summary import TraceSummary
 
 
 def sniff(path: Path, name: str | None = None) -> str:
@@ -75,57 +74,50 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
         raise TraceError(f"{path}: cannot read trace ({type(e).__name__}: {e})") from None
 
 
-def _load_quiet(path: str, step_regex: str | None) -> Trace:
-    return load_trace(path, step_regex)
+# the rank number in a trace file's name: `trace_M1_rank3.json.gz`, SGLang's `-TP-3-`, `tp3`
+RANK_IN_NAME = re.compile(r"(?:TP-|rank[_-]?|TP|tp)(\d+)")
+
+
+def rank_of(name: str) -> int | None:
+    """The rank a trace file's name gives (the one place this is read from names)."""
+    m = RANK_IN_NAME.search(name)
+    return int(m.group(1)) if m else None
+
+
+def _load_quiet(path: str, step_regex: str | None, name: str | None) -> Trace:
+    return _named(load_trace(path, step_regex, None, name), name)
+
+
+def _named(trace: Trace, name: str | None) -> Trace:
+    if name:
+        trace.source = name  # stored by content hash: the rank rows name the uploaded file
+    return trace
 
 
 def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = None,
-                progress: Progress | None = None, jobs: int | None = None) -> list[Trace]:
+                progress: Progress | None = None, jobs: int | None = None,
+                names: Sequence[str] | None = None) -> list[Trace]:
     """Load several files (the ranks of one run), in parallel processes across cores: each
-    file's decode is independent, and the loaded columns come back as numpy arrays."""
-    names = [str(p) for p in paths]
-    workers = min(len(names), jobs or os.cpu_count() or 1)
+    file's decode is independent, and the loaded columns come back as numpy arrays. `names`:
+    the files' own names where they are stored under others."""
+    files = [str(p) for p in paths]
+    given = list(names) if names is not None else [None] * len(files)
+    workers = min(len(files), jobs or os.cpu_count() or 1)
     if workers <= 1:
-        return [load_trace(p, step_regex, progress) for p in names]
+        return [_named(load_trace(p, step_regex, progress, n), n) for p, n in zip(files, given)]
     import concurrent.futures as cf
     import multiprocessing as mp
 
     prog = progress or Progress(None)
-    prog.note(f"loading {len(names)} trace files in {workers} processes")
-    out: list[Trace | None] = [None] * len(names)
+    prog.note(f"loading {len(files)} trace files in {workers} processes")
+    out: list[Trace | None] = [None] * len(files)
     # forkserver/spawn would re-import the caller; fork is safe here (no threads hold locks we use)
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futs = {pool.submit(_load_quiet, p, step_regex): i for i, p in enumerate(names)}
+        futs = {pool.submit(_load_quiet, p, step_regex, n): i
+                for i, (p, n) in enumerate(zip(files, given))}
         for done, fut in enumerate(cf.as_completed(futs), 1):
             i = futs[fut]
             out[i] = fut.result()
-            prog.note(f"loaded {Path(names[i]).name} ({done}/{len(names)})")
+            prog.note(f"loaded {given[i] or Path(files[i]).name} ({done}/{len(files)})")
     return [t for t in out if t is not None]
-
-
-def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
-                  progress: Progress | None = None, jobs: int | None = None) -> TraceSummary:
-    """Analyze one trace, or the ranks of one run given as several files (loaded in parallel);
-    the summary's `ranks` name each rank's figures with its file."""
-    opts = opts or Options()
-    traces = load_traces(paths, keep_regex(opts.step_regex), progress, jobs)
-    summary = analyze(concat_traces(traces), opts)
-    if len(traces) > 1:
-        summary["ranks"] = rank_rows(summary, traces)
-    return summary
-
-
-def rank_rows(summary: TraceSummary, traces: list[Trace]) -> list[dict]:
-    """Name each rank row by its file (and the rank number in it, as `rank3` in the name)."""
-    import re
-
-    rows = list(summary["ranks"])
-    if len(rows) != len(traces):
-        return rows
-    for row, t in zip(rows, traces):
-        m = re.search(r"rank[_-]?(\d+)", t.source)
-        row["file"] = t.source
-        if m:
-            row["rank"] = int(m.group(1))
-    return rows

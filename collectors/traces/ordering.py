@@ -1,19 +1,13 @@
 """The ordering check: main-stream kernels that must never run while auxiliary work runs.
 
-The seed's hazard: a resident-grid (persistent) kernel can deadlock when submitted while
-auxiliary-stream work holds SMs its grid-wide barrier needs. Observed overlap is one signal; the
-other is whether anything *orders* the kernel after the auxiliary work (a stream-wait edge): a
-kernel that merely happened not to overlap in this trace is still a hazard when nothing orders it.
-
-Which kernels are guarded: by kernel name (`guarded_regex`), or by the NVTX phase they were
-launched in (`guard_range`, e.g. `routed_experts`), or both. CUDA graph replays have no host range
-around their kernels and no stream-wait records of their own, so for them the phase and the
-ordering come from the same step launched eagerly: the benchmark's profile pass launches
-`eager_reference_step_<i>` before the replays (another program can do the same, or pass an eager
-trace of the same step). The graph is a capture of that very code, so its dependency edges are the
-reference step's stream-wait edges; the kernels of the guarded phase are named by what the
-reference step launched inside the range (a name also launched outside it is ambiguous and is
-not used).
+The seed's hazard: a resident-grid (persistent) kernel can deadlock when submitted while aux
+work holds SMs its grid barrier needs. Observed overlap is one signal; the other is whether a
+stream-wait edge *orders* the kernel after the aux work (one that merely did not overlap in this
+trace is still a hazard when nothing orders it). Guarded kernels are named by kernel name
+(`guarded_regex`) and/or by the NVTX phase they were launched in (`guard_range`). CUDA graph
+replays have no host ranges nor waits of their own: their phase and edges come from the same
+step launched eagerly (`eager_reference_step_<i>` ranges, or a separate eager trace); a name
+also launched outside the phase there is ambiguous and not used.
 """
 from __future__ import annotations
 
@@ -34,8 +28,10 @@ from .analysis import (
     stream_roles,
 )
 from .model import Trace
+from .verdict import ordering_verdict, verdict_reason
 
 REFERENCE_REGEX = "eager_reference_step"
+__all__ = ["REFERENCE_REGEX", "check_ordering", "launched_in", "ordering_verdict", "verdict_reason"]
 
 
 def check_ordering(trace: Trace, guarded_regex: str | None = None, opts: Options | None = None,
@@ -65,55 +61,26 @@ def check_ordering(trace: Trace, guarded_regex: str | None = None, opts: Options
         eager_guard &= launched_in(trace, proj, guard_range)
     # graph replays: the guarded phase's kernels by name, learned from eager launches
     ref = reference if reference is not None else trace
-    if reference is not None and not any(re.search(reference_regex, nm) for nm in ref.ranges.names):
-        reference_regex = str(resolve_steps(ref, replace(opts, step_regex=None, step_source="")
-                                            if not opts.step_source.startswith("--")
-                                            else opts).step_regex)  # its own steps
+    reference_regex = _reference_regex(reference, opts, reference_regex)
     ref_proj = project(ref, reference_regex) if replay.any() else None
     replay_guard = np.zeros(n, dtype=bool)
     if replay.any():
+        replay_guard = ins & replay & name_ok
         if guard_range:
-            names, ambiguous = _phase_names(ref, ref_proj, guard_range, reference_regex)
-            result["reference"] = {"source": f"eager steps ({reference_regex})" + (
-                f" in {ref.source}" if reference is not None else ""),
-                "steps": len(ref_proj.step_names) if ref_proj is not None else 0,
-                "guarded_names": sorted(names), "ambiguous_names": sorted(ambiguous)}
-            ok = np.array([nm in names for nm in trace.names], dtype=bool)
-            replay_guard = ins & replay & name_ok & (ok[ops.name_id] if n else False)
-        else:
-            replay_guard = ins & replay & name_ok
+            replay_guard &= _replayed_in_phase(trace, ref, ref_proj, guard_range, reference_regex,
+                                               result, reference is not None)
     violations = _observed_overlap(trace, proj, eager_guard, replay_guard, is_aux, limit)
-    eager_idx = np.flatnonzero(eager_guard)
-    checked, unordered = _unordered(trace, proj, eager_idx, is_aux)
+    checked, unordered = _unordered(trace, proj, np.flatnonzero(eager_guard), is_aux)
     if replay.any() and ref_proj is not None and len(ref_proj.step_names):
         # the replays' edges: those of the same step launched eagerly
-        ref_roles = stream_roles(ref, ref_proj, opts)
-        r_main, r_aux = _role_masks(ref, ref_roles)
-        r_ins = ref_proj.op_step >= 0
-        r_replay = graph_replays(ref)
-        r_guard = r_ins & ~r_replay & r_main
-        if guarded_regex:
-            r_hit = np.array([bool(rx.search(nm)) for nm in ref.names], dtype=bool)
-            r_guard &= r_hit[ref.ops.name_id] if len(ref.ops) else r_guard
-        if guard_range:
-            r_guard &= launched_in(ref, ref_proj, guard_range)
-        c2, u2 = _unordered(ref, ref_proj, np.flatnonzero(r_guard), r_aux)
+        c2, u2, result["reference_guarded_kernels"] = _reference_unordered(
+            ref, ref_proj, opts, guarded_regex, guard_range)
         checked += c2
-        for u in u2:
-            u["from"] = "eager reference step"
         unordered += u2
-        result["reference_guarded_kernels"] = int(r_guard.sum())
         has_sync = trace.has_sync_records or ref.has_sync_records
     else:
         has_sync = trace.has_sync_records
-    guarded_steps = np.unique(proj.op_step[eager_guard | replay_guard])
-    beside = np.isin(proj.op_step, guarded_steps) & ins
-    aux_in_steps = int((beside & is_aux).sum())
-    if replay_guard.any():  # replays: their branches run on the device's other streams
-        for d, s in {(int(a), int(b)) for a, b in zip(ops.device[replay_guard],
-                                                       ops.stream[replay_guard])}:
-            aux_in_steps += int((beside & (ops.device == d) & (ops.stream != s)
-                                 & ~replay_guard).sum())
+    aux_in_steps = _aux_beside(trace, proj, eager_guard, replay_guard, is_aux)
     result.update({
         "producer": trace.producer,
         "aux_ops_in_guarded_steps": aux_in_steps,
@@ -129,56 +96,58 @@ def check_ordering(trace: Trace, guarded_regex: str | None = None, opts: Options
     return result
 
 
-def ordering_verdict(res: dict) -> str:
-    """`hazard` when a guarded kernel ran beside aux work or nothing orders it after aux work;
-    `ok` when guarded kernels were found with neither, and the trace could tell: its guarded
-    steps hold no auxiliary work at all, or their stream waits were checked; otherwise
-    `unknown` (nothing guarded, no stream-wait records, or graph replays with no eager step to
-    take their edges from)."""
-    if res["violations"] or res.get("unordered"):
-        return "hazard"
-    if not res["guarded_kernels"]:
-        return "unknown"
-    if res.get("aux_ops_in_guarded_steps") == 0:
-        return "ok"
-    if res.get("graph_replay_kernels") and not res.get("reference_guarded_kernels"):
-        return "unknown"
-    return "ok" if res.get("sync_records") else "unknown"
+def _reference_regex(reference: Trace | None, opts: Options, regex: str) -> str:
+    """A separate eager trace without reference ranges: its own steps are the reference."""
+    if reference is None or any(re.search(regex, nm) for nm in reference.ranges.names):
+        return regex
+    return str(resolve_steps(reference, replace(opts, step_regex=None, step_source="")
+                             if not opts.step_source.startswith("--") else opts).step_regex)
 
 
-def verdict_reason(res: dict) -> str:
-    """One line that says why; for `unknown`, what to do to get an answer (spec item 2)."""
-    v = res.get("verdict") or ordering_verdict(res)
-    if v == "hazard":
-        parts = []
-        if res["violations"]:
-            parts.append(f"{res['violations']} guarded kernel(s) ran beside auxiliary work")
-        if res.get("unordered"):
-            parts.append(f"{res['unordered']} guarded launch(es) not ordered after the "
-                         "auxiliary work in flight by a stream wait")
-        return "; ".join(parts)
-    if v == "ok":
-        if res.get("aux_ops_in_guarded_steps") == 0:
-            return "no auxiliary work in the guarded steps"
-        return (f"none of the {res['guarded_kernels']} guarded kernel(s) ran beside auxiliary "
-                f"work; {res.get('ordered_checked') or 0} launch(es) with auxiliary work in "
-                "flight were ordered after it by a stream wait")
-    if not res["guarded_kernels"]:
-        what = " or ".join(f"{k} {res[k]!r}" for k in ("guarded_regex", "guard_range") if res.get(k))
-        return (f"no kernel in the steps matched {what}: check the names in the kernel table "
-                "and extend the regex (--guard-kernels)")
-    if not res.get("sync_records"):
-        if "kineto" in (res.get("producer") or ""):
-            return ("the trace has no CUDA sync events, so stream waits cannot be checked: "
-                    "profile with experimental_config=torch._C._profiler._ExperimentalConfig("
-                    "enable_cuda_sync_events=True) (perfwarden's torch profile pass sets it)")
-        return ("the trace has no stream-wait records (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION): "
-                "profile with nsys -t cuda")
-    if res.get("graph_replay_kernels") and not res.get("reference_guarded_kernels"):
-        return ("the guarded kernels are CUDA graph replays, which carry no stream waits: launch "
-                "the same step eagerly inside eager_reference_step_<i> ranges in the same "
-                "trace, or pass an eager trace with --reference")
-    return "the trace cannot tell"
+def _replayed_in_phase(trace: Trace, ref: Trace, ref_proj: Projection | None, guard_range: str,
+                       reference_regex: str, result: dict, separate: bool) -> np.ndarray:
+    """Per op: its kernel name was launched only inside the guarded phase in the eager
+    reference steps; `result["reference"]` says which names and steps."""
+    names, ambiguous = _phase_names(ref, ref_proj, guard_range, reference_regex)
+    result["reference"] = {"source": f"eager steps ({reference_regex})" + (
+        f" in {ref.source}" if separate else ""),
+        "steps": len(ref_proj.step_names) if ref_proj is not None else 0,
+        "guarded_names": sorted(names), "ambiguous_names": sorted(ambiguous)}
+    ok = np.array([nm in names for nm in trace.names], dtype=bool)
+    return ok[trace.ops.name_id] if len(trace.ops) else np.zeros(0, dtype=bool)
+
+
+def _reference_unordered(ref: Trace, ref_proj: Projection, opts: Options,
+                         guarded_regex: str | None, guard_range: str | None
+                         ) -> tuple[int, list[dict], int]:
+    """The unordered check on the eager reference steps: (checked, unordered, guarded)."""
+    r_main, r_aux = _role_masks(ref, stream_roles(ref, ref_proj, opts))
+    r_guard = (ref_proj.op_step >= 0) & ~graph_replays(ref) & r_main
+    if guarded_regex:
+        rx = re.compile(guarded_regex)
+        r_hit = np.array([bool(rx.search(nm)) for nm in ref.names], dtype=bool)
+        r_guard &= r_hit[ref.ops.name_id] if len(ref.ops) else r_guard
+    if guard_range:
+        r_guard &= launched_in(ref, ref_proj, guard_range)
+    checked, unordered = _unordered(ref, ref_proj, np.flatnonzero(r_guard), r_aux)
+    for u in unordered:
+        u["from"] = "eager reference step"
+    return checked, unordered, int(r_guard.sum())
+
+
+def _aux_beside(trace: Trace, proj: Projection, eager_guard: np.ndarray,
+                replay_guard: np.ndarray, is_aux: np.ndarray) -> int:
+    """Auxiliary ops in the guarded steps (for replays: ops on the device's other streams)."""
+    ops = trace.ops
+    guarded_steps = np.unique(proj.op_step[eager_guard | replay_guard])
+    beside = np.isin(proj.op_step, guarded_steps) & (proj.op_step >= 0)
+    aux_in_steps = int((beside & is_aux).sum())
+    if replay_guard.any():  # replays: their branches run on the device's other streams
+        for d, s in {(int(a), int(b)) for a, b in zip(ops.device[replay_guard],
+                                                       ops.stream[replay_guard])}:
+            aux_in_steps += int((beside & (ops.device == d) & (ops.stream != s)
+                                 & ~replay_guard).sum())
+    return aux_in_steps
 
 
 def _role_masks(trace: Trace, roles: Roles) -> tuple[np.ndarray, np.ndarray]:
@@ -290,63 +259,87 @@ def _unordered(trace: Trace, proj: Projection, guarded: np.ndarray,
         asel = np.flatnonzero(is_aux & (ops.device == d) & (proj.op_step >= 0) & (call >= 0))
         if asel.size == 0:
             continue
-        # a wait belongs to the process that enqueued it (nsys leaves deviceId 0 on every
-        # process's SYNCHRONIZATION rows); by device only when the process is unknown
-        procs = set(ops.proc[gsel].tolist())
-        waits = [w for w in trace.waits if w.proc in procs]
-        if not waits:
-            waits = [w for w in trace.waits if w.device == d or len(devices) == 1]
-        w_stream = np.array([w.stream for w in waits], dtype=np.int64)
-        w_on = np.array([w.on_stream for w in waits], dtype=np.int64)
-        w_call = np.array([w.call_ns for w in waits], dtype=np.int64)
-        w_rec = np.array([w.record_call_ns if w.record_call_ns >= 0 else w.call_ns
-                          for w in waits], dtype=np.int64)
-        w_corr = np.array([w.corr for w in waits], dtype=np.int64)
         # aux launches by (stream, step, launch time): the last one before a guarded launch
         order = asel[np.lexsort((call[asel], proj.op_step[asel], ops.stream[asel]))]
-        a_stream, a_step, a_call = ops.stream[order], proj.op_step[order], call[order]
-        streams = np.unique(a_stream).tolist()
-        edges = {}
-        for g in np.unique(ops.stream[gsel]).tolist():
-            for s in streams:
-                un = (w_stream == g) & (w_on < 0)
-                edges[(g, s)] = (_prefix(w_call, w_rec, (w_stream == g) & (w_on == s)),
-                                 _prefix(w_call, w_corr, un & (w_corr >= 0)),
-                                 _prefix(w_call, w_call, un & (w_corr < 0)),
-                                 _prefix(w_call, w_call, un))
+        lanes = (ops.stream[order], proj.op_step[order], call[order], ops.corr[order])
+        streams = np.unique(lanes[0]).tolist()
+        edges = _edges(_device_waits(trace, gsel, d, len(devices)),
+                       np.unique(ops.stream[gsel]).tolist(), streams)
         for k in gsel.tolist():
-            step = int(proj.op_step[k])
-            launch = int(call[k])
-            if launch < 0:
+            if int(call[k]) < 0:
                 continue
-            missing = []
-            any_prior = False
-            for s in streams:
-                lo = np.searchsorted(a_stream, s, side="left")
-                hi = np.searchsorted(a_stream, s, side="right")
-                lo2 = lo + np.searchsorted(a_step[lo:hi], step, side="left")
-                hi2 = lo + np.searchsorted(a_step[lo:hi], step, side="right")
-                j = lo2 + np.searchsorted(a_call[lo2:hi2], launch, side="left") - 1
-                if j < lo2:
-                    continue  # no launch on s before the guarded one in this step
-                any_prior = True
-                last, last_corr = int(a_call[j]), int(ops.corr[order[j]])
-                resolved, by_corr, by_time, by_time_all = edges[(int(ops.stream[k]), s)]
-                ok = _reaches(resolved, launch, last)
-                if not ok and last_corr >= 0:
-                    ok = _reaches(by_corr, launch, last_corr + 1) or _reaches(by_time, launch, last)
-                elif not ok:
-                    ok = _reaches(by_time_all, launch, last)
-                if not ok:
-                    missing.append(s)
-            if not any_prior:
-                continue
+            missing = _missing(int(proj.op_step[k]), int(call[k]), edges[int(ops.stream[k])],
+                               lanes, streams)
+            if missing is None:
+                continue  # no aux launch before the guarded one in its step
             checked += 1
             if missing:
-                unordered.append({"step": step, "kernel": trace.names[int(ops.name_id[k])],
+                unordered.append({"step": int(proj.op_step[k]),
+                                  "kernel": trace.names[int(ops.name_id[k])],
                                   "device": d, "stream": int(ops.stream[k]),
                                   "unjoined_aux_streams": missing})
     return checked, unordered
+
+
+def _device_waits(trace: Trace, gsel: np.ndarray, d: int, n_devices: int) -> list:
+    """A wait belongs to the process that enqueued it (nsys leaves deviceId 0 on every
+    process's SYNCHRONIZATION rows); by device only when the process is unknown."""
+    procs = set(trace.ops.proc[gsel].tolist())
+    waits = [w for w in trace.waits if w.proc in procs]
+    if not waits:
+        waits = [w for w in trace.waits if w.device == d or n_devices == 1]
+    return waits
+
+
+Edge = tuple[np.ndarray, np.ndarray]
+
+
+def _edges(waits: list, g_streams: list[int], streams: list[int]
+           ) -> dict[int, dict[int, tuple[Edge, Edge, Edge, Edge]]]:
+    """Per guarded stream and aux stream: the waits that can order the first after the second
+    (resolved; unresolved by correlation id, by time without ids, by time at all)."""
+    w_stream = np.array([w.stream for w in waits], dtype=np.int64)
+    w_on = np.array([w.on_stream for w in waits], dtype=np.int64)
+    w_call = np.array([w.call_ns for w in waits], dtype=np.int64)
+    w_rec = np.array([w.record_call_ns if w.record_call_ns >= 0 else w.call_ns
+                      for w in waits], dtype=np.int64)
+    w_corr = np.array([w.corr for w in waits], dtype=np.int64)
+    out: dict[int, dict[int, tuple[Edge, Edge, Edge, Edge]]] = {}
+    for g in g_streams:
+        un = (w_stream == g) & (w_on < 0)
+        out[g] = {s: (_prefix(w_call, w_rec, (w_stream == g) & (w_on == s)),
+                      _prefix(w_call, w_corr, un & (w_corr >= 0)),
+                      _prefix(w_call, w_call, un & (w_corr < 0)),
+                      _prefix(w_call, w_call, un)) for s in streams}
+    return out
+
+
+def _missing(step: int, launch: int, edges: dict, lanes: tuple, streams: list[int]
+             ) -> list[int] | None:
+    """The aux streams with work launched before `launch` in `step` that no wait joins; None
+    when no aux stream launched anything before it in the step."""
+    a_stream, a_step, a_call, a_corr = lanes
+    missing = []
+    any_prior = False
+    for s in streams:
+        lo = np.searchsorted(a_stream, s, side="left")
+        hi = np.searchsorted(a_stream, s, side="right")
+        lo2 = lo + np.searchsorted(a_step[lo:hi], step, side="left")
+        hi2 = lo + np.searchsorted(a_step[lo:hi], step, side="right")
+        j = lo2 + np.searchsorted(a_call[lo2:hi2], launch, side="left") - 1
+        if j < lo2:
+            continue  # no launch on s before the guarded one in this step
+        any_prior = True
+        last, last_corr = int(a_call[j]), int(a_corr[j])
+        resolved, by_corr, by_time, by_time_all = edges[s]
+        ok = _reaches(resolved, launch, last)
+        if not ok and last_corr >= 0:
+            ok = _reaches(by_corr, launch, last_corr + 1) or _reaches(by_time, launch, last)
+        elif not ok:
+            ok = _reaches(by_time_all, launch, last)
+        if not ok:
+            missing.append(s)
+    return missing if any_prior else None
 
 
 def _prefix(w_call: np.ndarray, value: np.ndarray, sel: np.ndarray

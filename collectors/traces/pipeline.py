@@ -1,44 +1,110 @@
-"""Files -> ranks -> analysis -> summary, the way the server (and `perfwarden ingest --trace`)
-summarizes a run's trace set: the step family detected, and the ordering check on the
-routed-expert kernels of the `moe-routed` preset where the trace has any (spec/metrics.md v1.2)."""
+"""THE trace pipeline: files -> loaded ranks -> analysis -> summary.
+
+One path for every caller: `perfwarden analyze` (and its --diff sides), the collector's profile
+pass, `perfwarden ingest --trace` and the service's trace-analysis job. The ranks of a run (one
+file each) load in parallel processes; the summary's `ranks` name each rank's figures with its
+file and the rank number in the file's name. The ordering check runs when asked for (guarded
+kernels or phase, `Check`), or on a preset's kernels where the trace holds any (the server:
+spec/metrics.md v1.2)."""
 from __future__ import annotations
 
-from .analysis import Options, analyze, project, resolve_steps, stream_roles
-from .model import Trace
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .analysis import Options, Projection, analyze, project, resolve_steps, stream_roles
+from .load import load_traces, rank_of
+from .model import Trace, concat_traces
 from .ordering import REFERENCE_REGEX, check_ordering
 from .presets import GUARD_PRESETS
+from .progress import Progress
 from .steps import keep_regex
 from .summary import TraceSummary
 
-DEFAULT_PRESET = "moe-routed"
-MAX_GUARDED_CANDIDATES = 200_000  # above this the server leaves the check to `perfwarden analyze`
-# the host ranges a summary needs: the step family and the eager reference steps of graph runs
-KEEP = keep_regex(None, REFERENCE_REGEX)
+SERVER_PRESET = "moe-routed"
+MAX_GUARDED_CANDIDATES = 200_000  # above this a preset check is left to `perfwarden analyze`
 
 
-def summarize(trace: Trace, opts: Options | None = None,
-              preset: str | None = DEFAULT_PRESET) -> TraceSummary:
-    opts = resolve_steps(trace, opts)
-    proj = project(trace, opts.step_regex)
-    summary = analyze(trace, opts, proj)
-    if preset:
-        regex = GUARD_PRESETS[preset]
-        import re
+@dataclass(frozen=True)
+class Check:
+    """The ordering check asked for: guarded kernels by name and/or launch phase (with an
+    eager reference trace for graph replays), or a preset's kernels where the trace has any."""
 
-        rx = re.compile(regex)
-        hit = [i for i, n in enumerate(trace.names) if rx.search(n)]
-        if hit:
-            import numpy as np
+    guard_kernels: str | None = None
+    guard_range: str | None = None
+    reference: tuple[str, ...] = ()
+    preset: str | None = None
 
-            n = int((np.isin(trace.ops.name_id, hit) & (proj.op_step >= 0)).sum())
-            if n > MAX_GUARDED_CANDIDATES:
-                summary["ordering"] = {
-                    "preset": preset, "verdict": "unknown", "guarded_kernels": n,
-                    "reason": f"{n:,} guarded kernels: more than the server checks; run "
-                              f"`perfwarden analyze --guard-preset {preset}` on the files"}
-            elif n:
-                o = check_ordering(trace, regex, opts, proj, stream_roles(trace, proj, opts))
-                if o["guarded_kernels"]:
-                    o["preset"] = preset
-                    summary["ordering"] = o
+    @property
+    def guarded(self) -> bool:
+        return bool(self.guard_kernels or self.guard_range)
+
+
+SERVER_CHECK = Check(preset=SERVER_PRESET)
+
+
+def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
+                  progress: Progress | None = None, jobs: int | None = None,
+                  check: Check | None = None, names: Sequence[str] | None = None
+                  ) -> TraceSummary:
+    """Analyze one trace, or the ranks of one run given as several files. `names`: the files'
+    own names where they are stored under others (content-addressed uploads)."""
+    opts = opts or Options()
+    check = check or Check()
+    keep = keep_regex(opts.step_regex, check.guard_range,
+                      REFERENCE_REGEX if check.guarded or check.preset else None)
+    traces = load_traces(paths, keep, progress, jobs, names)
+    trace = concat_traces(traces)
+    topts = resolve_steps(trace, opts)
+    proj = project(trace, str(topts.step_regex))
+    summary = analyze(trace, topts, proj)
+    if len(traces) > 1:
+        summary["ranks"] = rank_rows(summary, traces)
+    if check.guarded:
+        ref = concat_traces(load_traces(check.reference, keep, progress)) \
+            if check.reference else None
+        summary["ordering"] = check_ordering(trace, check.guard_kernels, topts, proj,
+                                             stream_roles(trace, proj, topts),
+                                             guard_range=check.guard_range, reference=ref)
+    elif check.preset:
+        ordering = _preset_check(trace, topts, proj, check.preset)
+        if ordering is not None:
+            summary["ordering"] = ordering
     return summary
+
+
+def _preset_check(trace: Trace, opts: Options, proj: Projection, preset: str) -> dict | None:
+    """The ordering check on a preset's kernels; None where the steps hold none of them."""
+    regex = GUARD_PRESETS[preset]
+    rx = re.compile(regex)
+    hit = [i for i, n in enumerate(trace.names) if rx.search(n)]
+    if not hit:
+        return None
+    n = int((np.isin(trace.ops.name_id, hit) & (proj.op_step >= 0)).sum())
+    if n > MAX_GUARDED_CANDIDATES:
+        return {"preset": preset, "verdict": "unknown", "guarded_kernels": n,
+                "reason": f"{n:,} guarded kernels: more than the server checks; run "
+                          f"`perfwarden analyze --guard-preset {preset}` on the files"}
+    if not n:
+        return None
+    o = check_ordering(trace, regex, opts, proj, stream_roles(trace, proj, opts))
+    if not o["guarded_kernels"]:
+        return None
+    o["preset"] = preset
+    return o
+
+
+def rank_rows(summary: TraceSummary, traces: list[Trace]) -> list[dict]:
+    """Name each rank row by its file (and the rank number in its name, `rank3`, `TP-3`)."""
+    rows = list(summary["ranks"])
+    if len(rows) != len(traces):
+        return rows
+    for row, t in zip(rows, traces):
+        row["file"] = t.source
+        r = rank_of(t.source)
+        if r is not None:
+            row["rank"] = r
+    return rows

@@ -13,8 +13,9 @@ import pytest
 
 from collectors.traces import Options
 from collectors.traces.analysis import project, stream_roles
-from collectors.traces.load import analyze_files, load_trace, load_traces
+from collectors.traces.load import load_trace, load_traces
 from collectors.traces.ordering import check_ordering
+from collectors.traces.pipeline import analyze_files
 
 ROOT = Path(__file__).resolve().parents[2]
 NSYS = ROOT / "data" / "h200" / "resident" / "nsys" / "traces"

@@ -1,0 +1,302 @@
+"""The Kineto scan: only the events analysis needs become columns (spec/metrics.md).
+
+msgspec decodes the document in one call into typed events holding only the fields analysis
+reads (the rest of each event is skipped in C; names stay raw bytes until an event needs one);
+the needed events then become columns through list comprehensions, never one Python call per
+skipped event. Unusual documents (odd field types, epoch times) take the one-event-at-a-time
+path, which gives the same columns.
+"""
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Union
+
+from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET
+
+OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
+           "memcpy": OP_MEMCPY, "memset": OP_MEMSET}
+CALL_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
+RANGE_CATS = {"user_annotation", "operator"}
+SYNC_CATS = {"cuda_sync"}
+BATCH = 16384  # events decoded at a time by the one-piece scan
+
+try:  # optional fast path
+    import msgspec
+
+    Num = Union[int, str, None]
+
+    class _Args(msgspec.Struct, gc=False):
+        device: Num = None
+        stream: Num = None
+        correlation: Num = None
+        wait_on_stream: Num = None
+        wait_on_cuda_event_record_corr_id: Num = None
+
+    class _Event(msgspec.Struct, gc=False):
+        # names stay raw JSON (a view into the buffer) until an event that needs one is found:
+        # most events are CPU ops whose names analysis never reads
+        ph: str = ""
+        cat: str = ""
+        name: msgspec.Raw = msgspec.Raw(b'""')
+        pid: Union[int, str] = 0
+        tid: Union[int, str] = 0
+        ts: Union[float, str] = 0.0
+        dur: Union[float, str] = 0.0
+        args: Union[_Args, None] = None
+
+    class _ExactEvent(_Event, gc=False):
+        # absolute epoch microseconds (older PyTorch, about 1.7e15) do not survive float64:
+        # such traces keep the numbers' text and convert it exactly (_exact_ns)
+        ts: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
+        dur: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
+
+    class _Doc(msgspec.Struct, gc=False):
+        traceEvents: list[_Event] = []
+
+    class _RawDoc(msgspec.Struct, gc=False):
+        traceEvents: list[msgspec.Raw] = []
+
+    _DOC = msgspec.json.Decoder(_Doc)
+    _RAW_DOC = msgspec.json.Decoder(_RawDoc)
+    _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+    _STR = msgspec.json.Decoder(str)
+    _LIST = msgspec.json.Decoder(list[_Event])
+    _EXACT_LIST = msgspec.json.Decoder(list[_ExactEvent])
+except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
+    msgspec = None  # type: ignore[assignment]
+
+
+# float64 microseconds times 1000 stay exact nanoseconds below this magnitude
+EXACT_LIMIT_US = 2.0 ** 53 / 1000
+
+
+def _exact_ns(v: Any) -> int:
+    """A JSON number's text (microseconds) as exact integer nanoseconds (rounded half up)."""
+    if isinstance(v, bool):
+        raise TypeError("a boolean is no time")
+    if isinstance(v, int):
+        return v * 1000
+    if isinstance(v, Decimal):
+        return int((v * 1000).to_integral_value(ROUND_HALF_UP))
+    s = bytes(v).strip().strip(b'"') if not isinstance(v, str) else v.strip().encode()
+    if s[:1] == b"-" or b"e" in s or b"E" in s:
+        return int((Decimal(s.decode()) * 1000).to_integral_value(ROUND_HALF_UP))
+    ip, _, fp = s.partition(b".")
+    return int(ip or b"0") * 1000 + (int((fp + b"0000")[:4]) + 5) // 10
+
+
+def _needs_exact(events: list[Any]) -> bool:
+    for e in events:
+        try:
+            if float(e.ts) >= EXACT_LIMIT_US:
+                return True
+        except (TypeError, ValueError):
+            continue
+    return False
+
+
+def _int(v: Any) -> int:
+    return v if type(v) is int else _num(v)  # noqa: E721 - bool is no int here
+
+
+def _num(v: Any, default: int = -1) -> int:
+    if v is None:
+        return default
+    if isinstance(v, (int, float)):
+        return int(v)
+    try:
+        return int(str(v).strip())
+    except ValueError:
+        return default
+
+
+class Columns:
+    """What the scan keeps of the needed events, as compact columns (8 bytes a value, no Python
+    objects: a large trace has millions of ops). Key tables (names, threads, processes) number
+    their entries in order of first appearance, so columns of consecutive chunks join exactly."""
+
+    def __init__(self, exact: bool, rx: re.Pattern | None):
+        tcode = "q" if exact else "d"  # exact: integer nanoseconds; else float microseconds
+        self.exact, self.rx = exact, rx
+        self.num: Callable[[Any], float | int] = _exact_ns if exact else float
+        self.o_ts: array[Any] = array(tcode)
+        self.o_dur: array[Any] = array(tcode)
+        self.o_dev, self.o_stream, self.o_corr, self.o_name, self.o_kind = (
+            array("q") for _ in range(5))
+        self.c_ts: array[Any] = array(tcode)
+        self.c_dur: array[Any] = array(tcode)
+        self.c_thr, self.c_corr, self.c_proc = (array("q") for _ in range(3))
+        self.r_ts: list = []
+        self.r_dur: list = []
+        self.r_thr: list = []
+        self.r_proc: list = []
+        self.r_names: list[str] = []
+        self.names: dict[str, int] = {}
+        self.threads: dict[tuple, int] = {}
+        self.procs: dict[Any, int] = {}
+        self.range_counts: Counter = Counter()
+        self.syncs: list[tuple] = []
+        self.n_bad = 0
+        self.n_events = 0
+        self._wanted: dict[str, str | None] = {}  # category as written -> lower-case if used
+        self._name_cache: dict = {}
+
+    def name_of(self, raw: Any) -> str:
+        if isinstance(raw, str):
+            return raw
+        key = bytes(raw)
+        got = self._name_cache.get(key)
+        if got is None:
+            try:
+                got = _STR.decode(key)
+            except Exception:  # noqa: BLE001 - a non-string name
+                got = key.decode(errors="replace")
+            self._name_cache[key] = got
+        return got
+
+    def category(self, cat: Any) -> str | None:
+        got = self._wanted.get(cat, "")
+        if got == "":
+            low = (cat or "").lower()
+            got = self._wanted[cat] = low if (low in OP_CATS or low in CALL_CATS or
+                                              low in RANGE_CATS or low in SYNC_CATS) else None
+        return got
+
+    def add(self, events: list[Any]) -> None:
+        """Keep the needed events of one batch (in document order). Typed events with float
+        times go through list comprehensions; anything else through `add_each`."""
+        if self.exact:
+            return self.add_each(events)
+        cats = {e.cat for e in events}
+        low = {c: self.category(c) for c in cats}
+        opc = {c for c in cats if low[c] in OP_CATS}
+        callc = {c for c in cats if low[c] in CALL_CATS}
+        hostc = callc | {c for c in cats if low[c] in RANGE_CATS}
+        syncc = {c for c in cats if low[c] in SYNC_CATS}
+        x = [e for e in events if e.ph == "X" and low[e.cat] is not None]
+        ops = [e for e in x if e.cat in opc]
+        host = [e for e in x if e.cat in hostc]
+        times = [e.ts for e in ops] + [e.dur for e in ops] + [e.ts for e in host] + \
+            [e.dur for e in host]
+        if not set(map(type, times)) <= {float}:
+            return self.add_each(events)
+        self.n_events += len(events)
+        self._ops_bulk(ops)
+        self._host_bulk(host, callc, low)
+        for e in x:
+            if e.cat in syncc and e.args is not None:
+                self._sync(e)
+
+    def _ops_bulk(self, ops: list[Any]) -> None:
+        args = [e.args for e in ops]
+        dev = [_int(a.device if a is not None else None) for a in args]
+        dev = [d if d >= 0 else _num(e.pid, 0) for d, e in zip(dev, ops)]
+        sv = [a.stream if a is not None else None for a in args]
+        self.o_ts.extend([e.ts for e in ops])
+        self.o_dur.extend([e.dur for e in ops])
+        self.o_dev.extend(dev)
+        self.o_stream.extend([_int(v) if v is not None else _num(e.tid, 0)
+                              for v, e in zip(sv, ops)])
+        self.o_corr.extend([_int(a.correlation if a is not None else None) for a in args])
+        names, name_of = self.names, self.name_of
+        self.o_name.extend([names.setdefault(name_of(e.name), len(names)) for e in ops])
+        kind_of = {c: OP_CATS[str(self._wanted[c])] for c in {e.cat for e in ops}}
+        self.o_kind.extend([kind_of[e.cat] for e in ops])
+
+    def _host_bulk(self, host: list[Any], callc: set, low: dict) -> None:
+        keep = [e for e in host if ((e.args is not None and e.args.correlation is not None)
+                                    if e.cat in callc else self._range_kept(e, low[e.cat]))]
+        threads, procs = self.threads, self.procs
+        thr = [threads.setdefault((e.pid, e.tid), len(threads)) for e in keep]
+        prc = [procs.setdefault(e.pid, len(procs)) for e in keep]
+        is_call = [e.cat in callc for e in keep]
+        calls = [i for i, c in enumerate(is_call) if c]
+        rngs = [i for i, c in enumerate(is_call) if not c]
+        self.c_ts.extend([keep[i].ts for i in calls])
+        self.c_dur.extend([keep[i].dur for i in calls])
+        self.c_thr.extend([thr[i] for i in calls])
+        self.c_corr.extend([_int(keep[i].args.correlation) for i in calls])
+        self.c_proc.extend([prc[i] for i in calls])
+        self.r_ts.extend([keep[i].ts for i in rngs])
+        self.r_dur.extend([keep[i].dur for i in rngs])
+        self.r_thr.extend([thr[i] for i in rngs])
+        self.r_proc.extend([prc[i] for i in rngs])
+        self.r_names.extend([self.name_of(keep[i].name) for i in rngs])
+
+    def _range_kept(self, e: Any, cat: str | None) -> bool:
+        nm = self.name_of(e.name)
+        if cat == "user_annotation":
+            self.range_counts[nm] += 1
+        return self.rx is None or bool(self.rx.search(nm))
+
+    def _sync(self, e: Any) -> None:
+        a = e.args
+        self.syncs.append((self.name_of(e.name), _num(a.device, 0), _num(a.stream),
+                           _num(a.wait_on_stream), _num(a.correlation),
+                           _num(a.wait_on_cuda_event_record_corr_id)))
+
+    def add_each(self, events: list[Any]) -> None:
+        """One event at a time: exact (text) times, non-float times, the generic path."""
+        self.n_events += len(events)
+        num = self.num
+        for e in events:
+            if e.ph != "X":
+                continue
+            cat = self.category(e.cat)
+            if cat is None:  # CPU ops and the like: most events, skipped before any parsing
+                continue
+            try:
+                ts = num(e.ts)
+                dur = num(e.dur)
+            except (TypeError, ValueError, ArithmeticError):
+                self.n_bad += 1
+                continue
+            kind = OP_CATS.get(cat)
+            if kind is not None:
+                self._op(e, kind, ts, dur)
+            elif cat in CALL_CATS:
+                self._call(e, ts, dur)
+            elif cat in RANGE_CATS:
+                self._range(e, cat, ts, dur)
+            elif e.args is not None:
+                self._sync(e)
+
+    def _op(self, e: Any, kind: int, ts: Any, dur: Any) -> None:
+        a = e.args
+        dev = _num(a.device) if a is not None else -1
+        if dev < 0:
+            dev = _num(e.pid, 0)
+        self.o_ts.append(ts)
+        self.o_dur.append(dur)
+        self.o_dev.append(dev)
+        self.o_stream.append(_num(a.stream) if a is not None and a.stream is not None
+                             else _num(e.tid, 0))
+        self.o_corr.append(_num(a.correlation) if a is not None else -1)
+        self.o_name.append(self.names.setdefault(self.name_of(e.name), len(self.names)))
+        self.o_kind.append(kind)
+
+    def _call(self, e: Any, ts: Any, dur: Any) -> None:
+        a = e.args
+        if a is None or a.correlation is None:
+            return
+        self.c_ts.append(ts)
+        self.c_dur.append(dur)
+        self.c_thr.append(self.threads.setdefault((e.pid, e.tid), len(self.threads)))
+        self.c_corr.append(_num(a.correlation))
+        self.c_proc.append(self.procs.setdefault(e.pid, len(self.procs)))
+
+    def _range(self, e: Any, cat: str, ts: Any, dur: Any) -> None:
+        nm = self.name_of(e.name)
+        if cat == "user_annotation":
+            self.range_counts[nm] += 1
+        if self.rx is not None and not self.rx.search(nm):
+            return
+        self.r_ts.append(ts)
+        self.r_dur.append(dur)
+        self.r_thr.append(self.threads.setdefault((e.pid, e.tid), len(self.threads)))
+        self.r_proc.append(self.procs.setdefault(e.pid, len(self.procs)))
+        self.r_names.append(nm)

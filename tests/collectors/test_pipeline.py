@@ -1,0 +1,47 @@
+"""THE trace pipeline: the server's set analysis, the CLI's and the profile pass's are one path
+(collectors/traces/pipeline.py), and the rank in a file's name is read in one place."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collectors.engines.traces import trace_set
+from collectors.traces.load import rank_of
+from collectors.traces.pipeline import SERVER_CHECK, analyze_files
+from service import format as fmt
+from service import tracestore
+
+ROOT = Path(__file__).resolve().parents[2]
+TP2 = sorted((ROOT / "data/h200/resident/torch/traces").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("name,rank", [("trace_M1_rank3.json.gz", 3), ("rank_2.json", 2),
+                                       ("abc-TP-5-decode.trace.json.gz", 5), ("tp7.sqlite", 7),
+                                       ("trace.json.gz", None)])
+def test_rank_from_a_file_name_one_rule(name, rank):
+    assert rank_of(name) == rank
+    assert fmt.trace_rank(name) == (f", rank {rank}" if rank is not None else "")
+
+
+def test_server_set_is_the_pipeline_with_the_uploaded_names(tmp_path):
+    stored = []
+    for i, p in enumerate(TP2):  # stored under their content hash, as uploads are
+        dst = tmp_path / f"{i:02d}ab"
+        dst.write_bytes(p.read_bytes())
+        stored.append((dst, p.name))
+    server = tracestore.analyze_set(stored)
+    direct = analyze_files(TP2, check=SERVER_CHECK)
+    assert [r["file"] for r in server["ranks"]] == [p.name for p in TP2]
+    assert [r["rank"] for r in server["ranks"]] == [0, 1]
+    for key in ("steps", "aux_gap_mean_us", "aux_gap_p95_us", "aux_main_overlap_us_per_step",
+                "step_gpu_time_us_median", "ranks", "ordering", "streams"):
+        assert server[key] == direct[key], key
+    assert server["source"] == ", ".join(p.name for p in TP2)
+    assert len(server["kernels"]) <= tracestore.KERNELS_KEPT
+
+
+def test_sets_order_by_the_same_rank_rule(tmp_path):
+    for name in ("x-TP-1-decode.trace.json.gz", "x-TP-0-decode.trace.json.gz"):
+        (tmp_path / name).write_bytes(TP2[0].read_bytes())
+    assert [rank_of(p.name) for p in trace_set([tmp_path])] == [0, 1]
