@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from . import kineto_scan as ks
-from .kineto_scan import BATCH, Columns, _exact_ns, _needs_exact, msgspec
+from .kineto_scan import BATCH, Columns, exact_ns, msgspec, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
 BIG_FILE_BYTES = 32 << 20  # progress lines only for files worth waiting for
-__all__ = ["BIG_FILE_BYTES", "_exact_ns", "load_kineto", "read_bytes"]
+__all__ = ["BIG_FILE_BYTES", "exact_ns", "load_kineto", "read_bytes"]
 
 _gzip: types.ModuleType
 try:  # optional: Intel ISA-L inflates gzip about twice as fast as zlib
@@ -59,7 +59,7 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
     """(event count, batches of events, exact). With msgspec the document is first split into
     raw event slices (cheap), then decoded a batch at a time, so decoded events never pile up.
     `exact`: the timestamps are absolute epoch microseconds; events then carry the numbers'
-    text for _exact_ns."""
+    text for exact_ns."""
     head = bytes(raw[:4096]).lstrip()
     if not head or head[:1] not in (b"{", b"["):
         raise TraceError(f"{path}: not a JSON trace (expected a Chrome trace object)")
@@ -76,7 +76,7 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
                 if not slices and b'"traceEvents"' not in raw:
                     raise TraceError(f"{path}: JSON object has no traceEvents field")
             first: list[Any] = ks._LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
-            exact = _needs_exact(first)
+            exact = needs_exact(first)
             if exact:
                 first = ks._EXACT_LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
         except msgspec.ValidationError:
@@ -107,7 +107,7 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
     if not isinstance(doc, list):
         raise TraceError(f"{path}: traceEvents is not a list")
     events = [_GenericEvent(e) for e in doc if isinstance(e, dict)]
-    exact = _needs_exact(events)
+    exact = needs_exact(events)
     return len(events), iter([events]), exact
 
 
@@ -122,7 +122,7 @@ def _whole(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]]
         raise TraceError(f"{path}: malformed JSON ({e})") from None
     if not events and b'"traceEvents"' not in raw:
         raise TraceError(f"{path}: JSON object has no traceEvents field")
-    if _needs_exact(events[:BATCH]):
+    if needs_exact(events[:BATCH]):
         return None
     return len(events), iter([events]), False
 

@@ -50,7 +50,7 @@ try:  # optional fast path
 
     class _ExactEvent(_Event, gc=False):
         # absolute epoch microseconds (older PyTorch, about 1.7e15) do not survive float64:
-        # such traces keep the numbers' text and convert it exactly (_exact_ns)
+        # such traces keep the numbers' text and convert it exactly (exact_ns)
         ts: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
         dur: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
 
@@ -74,7 +74,7 @@ except ImportError:  # pragma: no cover - exercised on GPU images without msgspe
 EXACT_LIMIT_US = 2.0 ** 53 / 1000
 
 
-def _exact_ns(v: Any) -> int:
+def exact_ns(v: Any) -> int:
     """A JSON number's text (microseconds) as exact integer nanoseconds (rounded half up)."""
     if isinstance(v, bool):
         raise TypeError("a boolean is no time")
@@ -89,7 +89,7 @@ def _exact_ns(v: Any) -> int:
     return int(ip or b"0") * 1000 + (int((fp + b"0000")[:4]) + 5) // 10
 
 
-def _needs_exact(events: list[Any]) -> bool:
+def needs_exact(events: list[Any]) -> bool:
     for e in events:
         try:
             if float(e.ts) >= EXACT_LIMIT_US:
@@ -122,7 +122,7 @@ class Columns:
     def __init__(self, exact: bool, rx: re.Pattern | None):
         tcode = "q" if exact else "d"  # exact: integer nanoseconds; else float microseconds
         self.exact, self.rx = exact, rx
-        self.num: Callable[[Any], float | int] = _exact_ns if exact else float
+        self.num: Callable[[Any], float | int] = exact_ns if exact else float
         self.o_ts: array[Any] = array(tcode)
         self.o_dur: array[Any] = array(tcode)
         self.o_dev, self.o_stream, self.o_corr, self.o_name, self.o_kind = (

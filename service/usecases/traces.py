@@ -10,26 +10,52 @@ import hashlib
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy.orm import Session, sessionmaker
+from typing import TYPE_CHECKING, Any
 
 from collectors.traces.representative import warnings_for
 
 from .. import tracestore
-from ..db import transaction
+from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid, NotFound
-from ..models import Run, TraceFile
 from ..repositories import runs as runs_repo
+from ..repositories import traces as repo
+
+if TYPE_CHECKING:
+    from ..models import Run, TraceFile
 
 
-def check_run(sessions: sessionmaker[Session], run_id: int) -> None:
+def check_run(sessions: SessionFactory, run_id: int) -> None:
     with transaction(sessions) as session:
-        if session.get(Run, run_id) is None:
+        if repo.run(session, run_id) is None:
             raise NotFound(f"run {run_id} not found")
 
 
-def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Path, name: str,
+def _record(sessions: SessionFactory, data_dir: Path, tmp: Path, sha: str, run_id: int,
+            add: Callable[[Session, Run, list[TraceFile]], dict[str, Any]]
+            ) -> tuple[dict[str, Any], bool]:
+    """Move the received file into storage and, in one transaction, attach it to the run with
+    `add` (given the session, the run and the traces it holds). The same content for the same
+    run again is the first attachment. On any failure the stored file is removed again unless
+    another trace row holds the same content."""
+    final = tracestore.commit_file(tmp, data_dir, sha)
+    try:
+        with transaction(sessions) as session:
+            run = repo.run(session, run_id)
+            if run is None:
+                raise NotFound(f"run {run_id} not found")
+            held = runs_repo.traces_of(session, [run_id])
+            same = next((t for t in held if t.sha256 == sha), None)
+            if same is not None:
+                return _out(same, len(held)), False
+            return add(session, run, held), True
+    except BaseException:
+        with transaction(sessions) as session:
+            if not runs_repo.trace_with_sha(session, sha):
+                final.unlink(missing_ok=True)
+        raise
+
+
+def attach(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, name: str,
            sha: str, size: int, set_size: int = 1) -> tuple[dict[str, Any], bool]:
     """Analyze the received file `tmp`, move it into storage and attach it to the run.
     Returns (trace, created). The same content attached to the same run again is the first
@@ -40,34 +66,20 @@ def attach(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    final = tracestore.commit_file(tmp, data_dir, sha)
-    try:
-        with transaction(sessions) as session:
-            run = session.get(Run, run_id)
-            if run is None:
-                raise NotFound(f"run {run_id} not found")
-            held = runs_repo.traces_of(session, [run_id])
-            same = next((t for t in held if t.sha256 == sha), None)
-            if same is not None:
-                return _out(same, len(held)), False
-            row = TraceFile(run_id=run_id, sha256=sha, filename=name, size_bytes=size, format=fmt,
-                            summary=dict(summary), created_at=datetime.now(timezone.utc))
-            session.add(row)
-            session.flush()
-            held.append(row)
-            if len(held) >= set_size:
-                whole: dict[str, Any] = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
-                    [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
-                # can this profile show what the timed trials ran? (metrics v1.2, item 5)
-                whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(
-                    whole, run.config or {})
-                run.trace_summary = whole
-            return _out(row, len(held)), True
-    except BaseException:
-        with transaction(sessions) as session:
-            if not runs_repo.trace_with_sha(session, sha):
-                final.unlink(missing_ok=True)
-        raise
+
+    def add(session: Session, run: Run, held: list[TraceFile]) -> dict[str, Any]:
+        row = repo.add(session, run_id, sha, name, size, fmt, dict(summary),
+                       datetime.now(timezone.utc))
+        held.append(row)
+        if len(held) >= set_size:
+            whole: dict[str, Any] = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
+                [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
+            # can this profile show what the timed trials ran? (metrics v1.2, item 5)
+            whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(
+                whole, run.config or {})
+            run.trace_summary = whole
+        return _out(row, len(held))
+    return _record(sessions, data_dir, tmp, sha, run_id, add)
 
 
 def state_of(row: TraceFile) -> str:
@@ -82,7 +94,7 @@ def _out(row: TraceFile, set_files: int) -> dict[str, Any]:
             "state": state, "error": row.error}
 
 
-def accept(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Path, name: str,
+def accept(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, name: str,
            sha: str, size: int, set_size: int = 1) -> tuple[dict[str, Any], bool]:
     """An upload: refuse at once what is not a trace at all (422, nothing kept), store the file
     and record it `pending`. Returns (trace, created); the caller queues its analysis when
@@ -92,36 +104,22 @@ def accept(sessions: sessionmaker[Session], data_dir: Path, run_id: int, tmp: Pa
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    final = tracestore.commit_file(tmp, data_dir, sha)
-    try:
-        with transaction(sessions) as session:
-            if session.get(Run, run_id) is None:
-                raise NotFound(f"run {run_id} not found")
-            held = runs_repo.traces_of(session, [run_id])
-            same = next((t for t in held if t.sha256 == sha), None)
-            if same is not None:
-                return _out(same, len(held)), False
-            row = TraceFile(run_id=run_id, sha256=sha, filename=name, size_bytes=size, format=fmt,
-                            summary={}, created_at=datetime.now(timezone.utc), state="pending",
-                            set_size=set_size)
-            session.add(row)
-            session.flush()
-            return _out(row, len(held) + 1), True
-    except BaseException:
-        with transaction(sessions) as session:
-            if not runs_repo.trace_with_sha(session, sha):
-                final.unlink(missing_ok=True)
-        raise
+
+    def add(session: Session, run: Run, held: list[TraceFile]) -> dict[str, Any]:
+        row = repo.add(session, run_id, sha, name, size, fmt, {}, datetime.now(timezone.utc),
+                       state="pending", set_size=set_size)
+        return _out(row, len(held) + 1)
+    return _record(sessions, data_dir, tmp, sha, run_id, add)
 
 
-def analyze_pending(sessions: sessionmaker[Session], data_dir: Path, trace_id: int,
+def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
                     before: Callable[[], None] = lambda: None) -> None:
     """The analysis job: analyze a pending trace and record it `done`; once the run's set is
     complete (`set_size` files, all done), the run's summary covers them together. A file that
     is no readable trace is recorded `failed` with the reason (not retried: it will not change).
     A trace already done or gone is left as it is (the job may run twice after a crash)."""
     with transaction(sessions) as session:
-        row = session.get(TraceFile, trace_id)
+        row = repo.get(session, trace_id)
         if row is None or state_of(row) != "pending":
             return
         sha, name = row.sha256, row.filename
@@ -132,7 +130,7 @@ def analyze_pending(sessions: sessionmaker[Session], data_dir: Path, trace_id: i
         mark_failed(sessions, trace_id, e.message)
         return
     with transaction(sessions) as session:
-        row = session.get(TraceFile, trace_id)
+        row = repo.get(session, trace_id)
         if row is None:
             return
         # the run row is locked (PostgreSQL) so two ranks finishing together see each other
@@ -146,14 +144,14 @@ def analyze_pending(sessions: sessionmaker[Session], data_dir: Path, trace_id: i
                 [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
 
 
-def mark_failed(sessions: sessionmaker[Session], trace_id: int, error: str) -> None:
+def mark_failed(sessions: SessionFactory, trace_id: int, error: str) -> None:
     with transaction(sessions) as session:
-        row = session.get(TraceFile, trace_id)
+        row = repo.get(session, trace_id)
         if row is not None and state_of(row) == "pending":
             row.state, row.error = "failed", error[:1000]
 
 
-def attach_file(sessions: sessionmaker[Session], data_dir: Path, run_id: int,
+def attach_file(sessions: SessionFactory, data_dir: Path, run_id: int,
                 path: Path) -> dict[str, Any]:
     """Attach a trace file from disk (seed, local ingest): copied, never moved."""
     name = tracestore.check_filename(path.name)
@@ -169,7 +167,7 @@ def attach_file(sessions: sessionmaker[Session], data_dir: Path, run_id: int,
 
 
 def download_path(session: Session, data_dir: Path, trace_id: int) -> tuple[Path, str]:
-    row = session.get(TraceFile, trace_id)
+    row = repo.get(session, trace_id)
     if row is None:
         raise NotFound(f"trace {trace_id} not found")
     path = tracestore.path_for(data_dir, row.sha256)
@@ -178,10 +176,10 @@ def download_path(session: Session, data_dir: Path, trace_id: int) -> tuple[Path
     return path, row.filename
 
 
-def timeline(sessions: sessionmaker[Session], data_dir: Path, trace_id: int,
+def timeline(sessions: SessionFactory, data_dir: Path, trace_id: int,
              steps: int) -> dict[str, Any]:
     with transaction(sessions) as session:
-        row = session.get(TraceFile, trace_id)
+        row = repo.get(session, trace_id)
         if row is None:
             raise NotFound(f"trace {trace_id} not found")
         sha, name = row.sha256, row.filename

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from collectors.traces import Options, analyze, load_trace
-from collectors.traces.kineto import _exact_ns
+from collectors.traces.kineto import exact_ns
 from tests.conftest import DATA
 
 KEYS = ("steps", "aux_gap_count", "aux_bubble_count", "aux_gap_mean_us", "aux_gap_median_us",
@@ -37,8 +37,8 @@ def test_float64_would_have_drifted():
     128 ns."""
     text = gzip.open(DATA / "kineto_1layer_M4_epoch_us.json.gz", "rt").read()
     stamps = re.findall(r'"ts": ([0-9.]+)', text)[:2000]
-    exact = np.array([_exact_ns(s.encode()) for s in stamps], dtype=np.int64)
+    exact = np.array([exact_ns(s.encode()) for s in stamps], dtype=np.int64)
     lossy = np.rint(np.array([float(s) for s in stamps]) * 1000).astype(np.int64)
     assert np.abs(lossy - exact).max() >= 50
-    assert _exact_ns(b"1795977151984728.857") == 1795977151984728857
-    assert _exact_ns(b'"12.5"') == 12500 and _exact_ns("7") == 7000 and _exact_ns(b"1e3") == 1_000_000
+    assert exact_ns(b"1795977151984728.857") == 1795977151984728857
+    assert exact_ns(b'"12.5"') == 12500 and exact_ns("7") == 7000 and exact_ns(b"1e3") == 1_000_000
