@@ -176,24 +176,13 @@ print(len(k), len(n))
 """
 
 
-def base_tree(rev: str) -> Path:
-    """`collectors/` and `service/` of commit `rev`, unpacked under bench/out (once)."""
-    out = OUT / f"rev-{rev}"
-    if not (out / "collectors").exists():
-        out.mkdir(parents=True, exist_ok=True)
-        arc = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "collectors", "service"],
-                             capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(out)], input=arc, check=True)
-    return out
-
-
 def nsys_compare(kernels: int, repeat: int, base: str) -> int:
     """This tree against commit `base` and a pandas read, on one big nsys export; PASS/FAIL."""
     path = build_nsys(kernels)
     con = sqlite3.connect(path)
     n_k = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     con.close()
-    old = base_tree(base)
+    old = tree_at(base)
     rows = []
     for tree, who in ((ROOT, "this tree"), (old, base)):  # -P: PYTHONPATH wins over the cwd
         env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -284,6 +273,8 @@ def hta_python(path: str | None) -> str:
 
 def tree_at(rev: str) -> Path:
     """collectors/ and service/ as they were at `rev`, unpacked once under bench/out."""
+    if (OUT / f"rev-{rev}" / "service").exists():  # unpacked already (or carried to a machine
+        return OUT / f"rev-{rev}"                   # without the git history)
     sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.strip()
     out = OUT / f"rev-{sha}"
