@@ -1,6 +1,7 @@
 """Data -> plotly Figure. Pure functions: no database, no HTTP."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -10,7 +11,7 @@ LAYOUT: dict[str, Any] = dict(template="plotly_white", margin=dict(l=60, r=20, t
               legend=dict(orientation="h", y=-0.2), hovermode="closest")
 
 
-def history(series: list[dict], metric: str, unit: str, samples: dict[int, list[float]],
+def history(series: Sequence[Mapping[str, Any]], metric: str, unit: str, samples: dict[int, list[float]],
             bands: dict[int, tuple[float, float, float]], changes: dict[int, list[dict]],
             title: str) -> go.Figure:
     """Run means over time per series, each trial as a point, the baseline band, change points.
@@ -162,7 +163,7 @@ def matrix(cells: list[dict], title: str = "tok/s by batch size") -> go.Figure:
     return fig
 
 
-def small_panel(series: list[dict], title: str, unit: str) -> go.Figure:
+def small_panel(series: Sequence[Mapping[str, Any]], title: str, unit: str) -> go.Figure:
     data = [dict(type="scatter", x=[r["started_at"] for r in s["runs"]],
                  y=[r["median"] for r in s["runs"]], mode="lines+markers", name=s["name"],
                  line=dict(color=COLORS[i % len(COLORS)])) for i, s in enumerate(series)]
@@ -207,7 +208,7 @@ def _ticks(labels: list[str], most: int = 6) -> tuple[list[int], list[str]]:
     return idx, [labels[i] for i in idx]
 
 
-def series_panel(s: dict, unit: str, band: tuple[float, float, float] | None,
+def series_panel(s: Mapping[str, Any], unit: str, band: tuple[float, float, float] | None,
                  changes: list[dict], alert_runs: set[int], by: str = "time") -> dict[str, Any]:
     """One series' run means in a chart of its own y-scale: change points as dashed vertical
     lines, runs that opened an alert as red triangles, the baseline band as dotted lines (mean

@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import plotly
@@ -75,7 +76,7 @@ def _recompute(request: Request) -> summaries.Recompute:
     return ask
 
 
-def _series_name(s: dict) -> str:
+def _series_name(s: Mapping[str, Any]) -> str:
     return series_short(s.get("config", {}), s.get("gpu"), s.get("gpu_count"))
 
 

@@ -5,8 +5,9 @@ branch unless asked otherwise, by the one history rule of v1.2 item 5
 record posted twice counts once."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from collectors.metrics import threshold_pct
 
@@ -61,29 +62,62 @@ def patch_benchmark(session: Session, name: str, default_branch: str | None,
     return bench
 
 
+class HistoryRun(TypedDict):
+    """One run of a series' history: its figures for the metric asked."""
+
+    id: int
+    started_at: str | None
+    commit: str | None
+    label: str | None
+    branch: str | None
+    experiment: str | None
+    n: int
+    mean: float
+    median: float
+    stdev: float | None
+
+
+class SeriesHistory(TypedDict):
+    """One series (a config on a GPU model and count) and its runs, oldest first."""
+
+    series_id: int
+    config: dict[str, Any]
+    gpu: str
+    gpu_count: int
+    runs: list[HistoryRun]
+    name: NotRequired[str]  # the series' names on a page (the dashboard adds them)
+    label: NotRequired[str]
+
+
 def series_runs(session: Session, bench: BenchmarkRow, metric: str, series_id: int | None = None,
              limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
              branch: str | None = None, label: str | None = None,
-             run_ids: list[int] | None = None) -> list[dict[str, Any]]:
+             run_ids: list[int] | None = None) -> list[SeriesHistory]:
     branch = branch or default_branch(bench)
     rows = hist_repo.history_rows(session, bench.id, metric, limit, label=label,
                                   history_branch=None if branch == ALL_BRANCHES or run_ids is not None
                                   else branch, series_id=series_id, since=since, until=until,
                                   run_ids=run_ids)
     series = series_repo.series_rows(session, {r.series_id for r in rows})
-    out: dict[int, dict[str, Any]] = {}
+    return fold(rows, {i: SeriesHistory(series_id=x.id, config=x.config, gpu=x.gpu,
+                                        gpu_count=x.gpu_count, runs=[])
+                       for i, x in series.items()})
+
+
+def fold(rows: Sequence[Any], series: Mapping[int, SeriesHistory]) -> list[SeriesHistory]:
+    """History rows (newest first, with their metric figures) folded into their series, oldest
+    first; a record posted twice counts as its first post."""
+    out: dict[int, SeriesHistory] = {}
     seen: set[str] = set()
-    for r in reversed(rows):  # oldest first; a repeated record counts as its first post
+    for r in reversed(rows):
         if r.body_sha256 in seen:
             continue
         seen.add(r.body_sha256)
-        s = series[r.series_id]
-        entry = out.setdefault(r.series_id, {"series_id": s.id, "config": s.config, "gpu": s.gpu,
-                                             "gpu_count": s.gpu_count, "runs": []})
-        entry["runs"].append({"id": r.id, "started_at": runs_repo.utc(r.started_at),
-                              "commit": r.commit, "label": r.label, "branch": r.branch,
-                              "experiment": r.experiment_id, "n": r.n,
-                              "mean": r.mean, "median": r.median, "stdev": r.stdev})
+        entry = out.setdefault(r.series_id, SeriesHistory(**{**series[r.series_id], "runs": []}))
+        entry["runs"].append(HistoryRun(
+            id=r.id, started_at=runs_repo.utc(r.started_at), commit=r.commit, label=r.label,
+            branch=r.branch, experiment=r.experiment_id, n=r.n, mean=r.mean, median=r.median,
+            stdev=r.stdev))
     return list(out.values())
 
 

@@ -16,7 +16,7 @@ from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..repositories import views as views_repo
 from . import history, summaries
-from .history import ALL_BRANCHES, BenchmarkRow, default_branch, series_runs
+from .history import ALL_BRANCHES, BenchmarkRow, SeriesHistory, default_branch, series_runs
 
 RECENT = 25  # rows of the benchmark page's recent-runs table
 TRIAL_RUNS = 300  # newest runs of a series whose trials the detail view draws
@@ -45,8 +45,8 @@ class BenchmarkView:
     """Everything the benchmark page draws. `history` and `panels` hold per-series dicts of
     plain values (series_id, config, gpu, gpu_count, runs: [{id, started_at, mean, ...}])."""
 
-    history: list[dict[str, Any]]
-    all_series: list[dict[str, Any]]
+    history: list[SeriesHistory]
+    all_series: list[SeriesHistory]
     baselines: list[BaselineRef]
     baseline: BaselineRef | None
     bands: dict[int, tuple[float, float, float]]
@@ -56,7 +56,7 @@ class BenchmarkView:
     recent: list[RecentRun]
     default_branch: str
     samples: dict[int, list[float]] = field(default_factory=dict)
-    panels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    panels: dict[str, list[SeriesHistory]] = field(default_factory=dict)
 
 
 def _baseline(session: Session, name: str, asked: str | None) -> tuple[list[Any], Any]:
@@ -78,7 +78,7 @@ def _bands(session: Session, bench: BenchmarkRow, metric: str, run_ids: list[int
     return bands
 
 
-def _changes(stored: summaries.StoredChanges, shown: list[dict[str, Any]]
+def _changes(stored: summaries.StoredChanges, shown: list[SeriesHistory]
              ) -> dict[int, list[dict[str, Any]]]:
     """The stored change points of each shown series that fall on a shown run, indexed into
     the runs as shown."""
@@ -93,25 +93,15 @@ def _changes(stored: summaries.StoredChanges, shown: list[dict[str, Any]]
 
 def _panels(session: Session, bench: BenchmarkRow, metric: str, branch: str | None,
             label: str | None, since: datetime | None, until: datetime | None,
-            series: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+            series: dict[int, SeriesHistory]) -> list[SeriesHistory]:
     """The newest PANEL_RUNS runs of each series, shaped as history.series_runs shapes them
     (oldest first; a record posted twice counts once)."""
     branch = branch or default_branch(bench)
     rows = views_repo.newest_per_series(
         session, bench.id, metric, PANEL_RUNS, label=label, since=since, until=until,
         history_branch=None if branch == ALL_BRANCHES else branch)
-    out: dict[int, dict[str, Any]] = {}
-    seen: set[str] = set()
-    for r in reversed(rows):
-        if r.body_sha256 in seen:
-            continue
-        seen.add(r.body_sha256)
-        entry = out.setdefault(r.series_id, {**series[r.series_id], "runs": []})
-        entry["runs"].append({"id": r.id, "started_at": runs_repo.utc(r.started_at),
-                              "commit": r.commit, "label": r.label, "branch": r.branch,
-                              "experiment": r.experiment_id, "n": r.n, "mean": r.mean,
-                              "median": r.median, "stdev": r.stdev})
-    return sorted(out.values(), key=lambda e: e["series_id"])
+    out = history.fold(rows, series)
+    return sorted(out, key=lambda e: e["series_id"])
 
 
 def _recent(session: Session, bench_id: int) -> list[RecentRun]:
@@ -131,13 +121,13 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
     bench = history.get_benchmark(session, name)
     filters = dict(series_id=series_id, since=since, until=until, branch=branch, label=label)
 
-    def hist(m: str) -> list[dict[str, Any]]:
+    def hist(m: str) -> list[SeriesHistory]:
         h = series_runs(session, bench, m, limit=DETAIL_RUNS, **filters)  # type: ignore[arg-type]
         return [x for x in h if not gpu or x["gpu"] == gpu]
 
-    all_series: list[dict[str, Any]] = [
-        {"series_id": s.id, "config": s.config, "gpu": s.gpu, "gpu_count": s.gpu_count,
-         "runs": []} for s in series_repo.series_of_benchmark(session, bench.id)]
+    all_series = [SeriesHistory(series_id=s.id, config=s.config, gpu=s.gpu,
+                                gpu_count=s.gpu_count, runs=[])
+                  for s in series_repo.series_of_benchmark(session, bench.id)]
     if detail:
         main = hist(metric)
     else:  # every series' newest runs, one bounded walk per series
