@@ -152,8 +152,11 @@ def test_kill_during_trace_analysis_then_it_finishes(settings, tmp_path):
         assert run["traces"][0]["state"] == "done", (tmp_path / "worker-b.log").read_text()
         assert run["trace_summary"]["steps"] == 10 and run["trace_summary"]["aux_gap_count"] == 30
     app.state.engine.dispose()
-    if settings.is_sqlite:  # the killed worker's claim, then the second worker's (kept rows)
-        assert _job_attempts(settings.database_url, "analyze_trace") == [2]
+    if settings.is_sqlite:  # the killed worker's claim, then the second worker's (kept rows);
+        # the start-up sweep (service/jobs/sweep.py) may queue the still-pending trace once more
+        # before the second worker claims the first job: that copy finds it done and does nothing
+        attempts = _job_attempts(settings.database_url, "analyze_trace")
+        assert attempts[0] == 2 and len(attempts) <= 2 and attempts[1:] in ([], [0], [1])
 
 
 @pytest.mark.parametrize("point", ["webhook:before_post", "webhook:after_post"])
