@@ -10,14 +10,18 @@ from ..models import PrComment, Run
 
 
 def pr_context(session: Session, run_id: int) -> tuple[str, str, int, list[int]] | None:
-    """(benchmark, repository, pr, the ids of that PR's runs at the run's commit) of a run that
-    carries a repository and a PR; None otherwise."""
+    """(benchmark, repository, pr, the ids of that PR's runs at its newest commit) of a run that
+    carries a repository and a PR; None otherwise. The newest commit is that of the PR's last
+    run to arrive, whichever run asks: jobs for older runs of the PR, run late or side by side,
+    post the same comment as the newest one's."""
     run = session.get(Run, run_id)
     if run is None or not run.repository or not run.pr:
         return None
-    ids = [r for (r,) in session.execute(select(Run.id).where(
-        Run.repository == run.repository, Run.pr == run.pr,
-        Run.benchmark_id == run.benchmark_id, Run.commit == run.commit))]
+    same_pr = (Run.repository == run.repository, Run.pr == run.pr,
+               Run.benchmark_id == run.benchmark_id)
+    commit = session.scalars(select(Run.commit).where(*same_pr).order_by(Run.id.desc())
+                             .limit(1)).one()
+    ids = [r for (r,) in session.execute(select(Run.id).where(*same_pr, Run.commit == commit))]
     return run.benchmark.name, run.repository, run.pr, ids
 
 
