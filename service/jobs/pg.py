@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import procrastinate
 from procrastinate import exceptions as pexc
+from procrastinate.jobs import Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -95,21 +97,31 @@ class PgQueue:
 
 
 async def _sweep(app: procrastinate.App, lease_s: float) -> int:
-    """Put back the running jobs of workers that stopped beating (killed)."""
+    """Put back the running jobs of workers that stopped beating (killed). Where a waiting job
+    with the same coalescing key was queued meanwhile, that one stands for it: the stalled job
+    is marked failed instead (a second waiting copy would break the key's unique index)."""
     n = 0
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease_s):
-        log.warning("job %s %s: its worker stopped; running it again", job.id, job.task_name)
-        await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
+        try:
+            await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
+        except pexc.UniqueViolation:
+            log.warning("job %s %s: its worker stopped; a waiting job with the same key "
+                        "stands for it", job.id, job.task_name)
+            await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+        else:
+            log.warning("job %s %s: its worker stopped; running it again", job.id, job.task_name)
         n += 1
     return n
 
 
 async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Event | None,
-                signals: bool) -> None:
+                signals: bool, then: Callable[[], Any] | None) -> None:
     app = make_app(settings, ctx)
     lease = settings.job_lease_s
     async with app.open_async():
-        await _sweep(app, lease)
+        await _sweep(app, lease)  # the killed workers' jobs first, then `then` (the start-up
+        if then is not None:      # sweep of pending traces), so these stand for their traces
+            await asyncio.to_thread(then)
         worker = asyncio.create_task(app.run_worker_async(
             queues=[QUEUE], wait=wait, install_signal_handlers=signals, concurrency=1,
             update_heartbeat_interval=max(0.2, lease / 4), stalled_worker_timeout=lease,
@@ -129,10 +141,12 @@ async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Ev
 
 
 def run_worker(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
-               stop: threading.Event | None = None, signals: bool = True) -> None:
+               stop: threading.Event | None = None, signals: bool = True,
+               then: Callable[[], Any] | None = None) -> None:
+    """Run the worker; `then` runs once, after the killed workers' jobs are put back."""
     ctx = Context(settings, sessions, PgQueue(settings))
     try:
-        asyncio.run(_work(settings, ctx, wait, stop, signals))
+        asyncio.run(_work(settings, ctx, wait, stop, signals, then))
     finally:
         ctx.queue.close()
 

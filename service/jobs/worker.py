@@ -16,13 +16,15 @@ log = logging.getLogger("perfwarden.jobs")
 def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
         stop: threading.Event | None = None, signals: bool = True, sweep: bool = True) -> None:
     """Run jobs until stopped (or, with wait=False, until none is due); first, with `sweep`,
-    queue again the analysis of traces left pending (jobs/sweep.py)."""
-    if sweep:
-        from .sweep import requeue_pending
+    queue again the analysis of traces left pending (jobs/sweep.py; on PostgreSQL after the
+    killed workers' jobs are put back)."""
+    from .sweep import requeue_pending
 
-        requeue_pending(settings, sessions)
     if settings.is_sqlite:
         from .table import TableWorker
+
+        if sweep:
+            requeue_pending(settings, sessions)
 
         w = TableWorker(settings, sessions)
         if stop is not None:
@@ -31,7 +33,8 @@ def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
         return
     from . import pg
 
-    pg.run_worker(settings, sessions, wait=wait, stop=stop, signals=signals)
+    pg.run_worker(settings, sessions, wait=wait, stop=stop, signals=signals,
+                  then=(lambda: requeue_pending(settings, sessions)) if sweep else None)
 
 
 def pending(settings: Settings, sessions: sessionmaker[Session]) -> int:

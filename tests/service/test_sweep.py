@@ -38,3 +38,51 @@ def test_a_pending_trace_whose_job_was_lost_is_analyzed_when_a_worker_starts(set
         assert run["traces"][0]["state"] == "done", run["traces"]
         assert run["trace_summary"]["steps"] == 10 and run["trace_summary"]["aux_gap_count"] == 30
     app.state.engine.dispose()
+
+
+def test_a_killed_workers_job_whose_key_waits_again_is_closed_not_doubled(settings):
+    """A worker died running a job; before any worker put it back, the same work was queued
+    again (the start-up sweep, a new upload). The waiting job stands for it: putting the dead
+    one back too would run the work twice (SQLite) or break the key's unique index (PostgreSQL:
+    the worker used to stop there)."""
+    import asyncio
+
+    from service.db import make_engine, session_factory
+    from service.jobs import queue as jobs_queue
+    from service.jobs.tasks import enqueue_trace
+
+    eng = make_engine(settings.database_url)
+    sessions = session_factory(eng)
+    q = jobs_queue.open_queue(settings, sessions)
+    try:
+        enqueue_trace(q, 7)
+        with eng.begin() as c:  # the job's worker takes it, then dies (no heartbeat for 1 h)
+            if settings.is_sqlite:
+                c.execute(text("UPDATE jobs SET state = 'doing', attempts = 1, worker = 'dead', "
+                               "locked_until = '2000-01-01 00:00:00'"))
+            else:
+                wid = c.execute(text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES "
+                                     "(now() - interval '1 hour') RETURNING id")).scalar_one()
+                c.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w"),
+                          {"w": wid})
+        enqueue_trace(q, 7)
+        if settings.is_sqlite:  # the dead worker's job is the waiting one: nothing is added
+            with eng.connect() as c:
+                rows = list(c.execute(text("SELECT state FROM jobs")))
+            assert rows == [("doing",)]
+        else:  # a waiting copy is queued; the sweep closes the dead one instead of putting it back
+            from service.jobs import pg
+
+            app = pg.make_app(settings)
+
+            async def sweep() -> int:
+                async with app.open_async():
+                    return await pg._sweep(app, settings.job_lease_s)
+
+            assert asyncio.run(sweep()) == 1
+            with eng.connect() as c:
+                rows = sorted(c.execute(text("SELECT status FROM procrastinate_jobs")))
+            assert rows == [("failed",), ("todo",)]
+    finally:
+        q.close()
+        eng.dispose()
