@@ -86,7 +86,9 @@ class _Db:
         One pass over the table: SQLite prints each chunk of rows into one text of decimal numbers
         (no Python object per value) and numpy parses it. Chunks are rowid ranges read on their
         own connections in a few threads (sqlite3 releases the GIL while a statement runs)."""
-        row = f"printf('{','.join(['%d'] * len(exprs))}', {', '.join(exprs)})"
+        # %s, not %d: printf's %d reads a text value ('n/a') as 0; %s keeps it, and _parse
+        # rejects it
+        row = f"printf('{','.join(['%s'] * len(exprs))}', {', '.join(exprs)})"
         sql = f'SELECT count(*), group_concat({row}, \',\') FROM "{table}" WHERE ({where})'
         ids = self.rowids(table)
         spans: list[tuple[int, int] | None] = [None] if ids is None else [

@@ -98,3 +98,21 @@ if __name__ == "__main__":
         FROZEN.write_text(json.dumps(freeze(load_nsys_sqlite, Path(d)), indent=1, sort_keys=True)
                           + "\n")
     print(f"wrote {FROZEN}")
+
+
+def test_text_where_an_integer_is_needed_is_an_error_not_zero(tmp_path):
+    """A kernel row whose start holds text is a broken export: one line naming the table,
+    never a kernel at time 0."""
+    import sqlite3
+
+    from collectors.traces.model import TraceError
+
+    db = tmp_path / "broken.sqlite"
+    shutil.copy(DATA / "nsys_two_streams.sqlite", db)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'n/a' WHERE rowid = "
+                "(SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    con.commit()
+    con.close()
+    with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_KERNEL.*not an integer"):
+        load_nsys_sqlite(db)
