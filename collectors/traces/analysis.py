@@ -126,8 +126,8 @@ def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:
     main: dict[int, int] = {}
     aux: dict[int, set[int]] = {}
     if dev.size:
-        pairs, inv = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
-        total = np.bincount(inv.ravel(), weights=dur)
+        pairs, inv = iv.group_rows(dev, stream)
+        total = np.bincount(inv, weights=dur)
         for (d, s), _busy in sorted(zip(map(tuple, pairs.tolist()), total.tolist()),
                                 key=lambda x: (x[0][0], -x[1], x[0][1])):
             main.setdefault(d, s)
@@ -281,10 +281,8 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
         sel = np.ones(len(ops), dtype=bool)
     if not sel.any():
         return []
-    key = np.stack([ops.name_id[sel].astype(np.int64), ops.device[sel], ops.stream[sel],
-                    ops.kind[sel].astype(np.int64)], axis=1)
-    u, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.ravel()
+    u, inv = iv.group_rows(ops.name_id[sel].astype(np.int64), ops.device[sel], ops.stream[sel],
+                           ops.kind[sel].astype(np.int64))
     dur = (ops.end_ns - ops.start_ns)[sel]
     total = np.bincount(inv, weights=dur)
     count = np.bincount(inv)

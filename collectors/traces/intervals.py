@@ -71,6 +71,25 @@ def intersection_length(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
     return groups, np.bincount(inv, weights=seg, minlength=groups.shape[0]).astype(np.int64)
 
 
+def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of equal-length integer columns, in lexicographic order, and each row's
+    group: what `np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)` gives, without
+    its sort of row records (ten times slower on a million rows). Column by column, each
+    column's rank joins the groups so far into one int64 key, which is ranked again."""
+    n = cols[0].shape[0]
+    inv = np.zeros(n, dtype=np.int64)
+    for c in cols:
+        u, ci = np.unique(c, return_inverse=True)
+        _, inv = np.unique(inv * u.shape[0] + ci.ravel(), return_inverse=True)
+        inv = inv.ravel()
+    groups = int(inv.max()) + 1 if n else 0
+    rep = np.zeros(groups, dtype=np.int64)
+    rep[inv] = np.arange(n)  # one row of each group (all its rows are equal)
+    rows = np.stack([np.asarray(c)[rep] for c in cols], axis=1) if n else \
+        np.zeros((0, len(cols)), dtype=np.int64)
+    return rows, inv
+
+
 def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:
     """For merged, sorted intervals of one group: total covered length before each time in t."""
     if ms.shape[0] == 0:

@@ -97,3 +97,16 @@ def test_old_pytorch_category_names(tmp_path):
            "args": {"device": 0, "stream": 7, "correlation": 5}}]
     s = analyze_files([_trace(tmp_path / "old.json", ev)])
     assert s["steps"] == 1 and s["kernels"][0]["count"] == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(0, 2**40), st.integers(-1, 5)),
+                min_size=1, max_size=60))
+def test_group_rows_is_numpys_unique_rows(rows):
+    """The analysis groups ops by (name, device, stream, kind) with group_rows: the same groups,
+    in the same order, as numpy's row-wise unique."""
+    a = np.array(rows, dtype=np.int64)
+    want_rows, want_inv = np.unique(a, axis=0, return_inverse=True)
+    got_rows, got_inv = iv.group_rows(a[:, 0], a[:, 1], a[:, 2])
+    assert np.array_equal(got_rows, want_rows)
+    assert np.array_equal(got_inv, want_inv.ravel())
