@@ -73,11 +73,14 @@ def _anova(frame: pd.DataFrame, outcome: str, keys: list[str]) -> dict[str, tupl
     if frame[outcome].nunique() <= 1 or len(frame) <= len(keys) + 1:
         return {k: (0.0, math.nan) for k in keys}
     formula = f"{outcome} ~ " + " + ".join(f"C(f{i})" for i in range(len(keys)))
+    total = float(((frame[outcome] - frame[outcome].mean()) ** 2).sum())
+    params = 1 + sum(frame[f"f{i}"].nunique() - 1 for i in range(len(keys)))
+    if len(frame) <= params:  # one run per cell (M=1/4/7/8 once each): no residual, so no test
+        return _saturated(frame, outcome, keys, total)
     with warnings.catch_warnings():  # a partly confounded design: the test says what it can
         warnings.simplefilter("ignore")
         model = smf.ols(formula, data=frame).fit()
         table = anova_lm(model, typ=2)
-    total = float(((frame[outcome] - frame[outcome].mean()) ** 2).sum())
     out = {}
     for i, k in enumerate(keys):
         row = table.loc[f"C(f{i})"]
@@ -160,3 +163,18 @@ def finding(outcome: str, factors: Sequence[Factor], metric: str = "tok_s",
                              f"{'-' if f.p_value is None else format(f.p_value, '.2g')})"
                              for f in none) if none else ""
     return head + tail + quiet
+
+
+def _saturated(frame: pd.DataFrame, outcome: str, keys: list[str], total: float
+               ) -> dict[str, tuple[float, float]]:
+    """Shares without p-values where the model leaves no residual degrees of freedom: each key's
+    type-2 sum of squares as the residual it leaves when dropped from the additive model."""
+    def ssr(terms: list[str]) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return float(smf.ols(f"{outcome} ~ " + (" + ".join(terms) or "1"), data=frame).fit().ssr)
+
+    terms = [f"C(f{i})" for i in range(len(keys))]
+    full = ssr(terms)
+    return {k: (min(1.0, max(0.0, (ssr(terms[:i] + terms[i + 1:]) - full) / total))
+                if total > 0 else 0.0, math.nan) for i, k in enumerate(keys)}

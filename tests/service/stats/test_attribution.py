@@ -60,3 +60,14 @@ def test_confounded_keys_are_named_together():
     fs = attribute(design({1: 5, 8: 1}, confound=True), "mean")
     assert [f.key for f in fs] == ["batch_size/variant", "shared_experts"]
     assert fs[0].effect == pytest.approx(700.0, rel=1e-3)  # M=8 runs at 8x the tok/s of M=1
+
+
+def test_one_run_per_level_gives_shares_without_a_test():
+    """A batch-size matrix measured once per M (M=1/4/7/8, four runs, four parameters) leaves no
+    residual degrees of freedom: batch size explains all of it, and no p-value is claimed
+    (statsmodels' F test used to refuse the design, and the page said so)."""
+    rows = [RunFacts({"batch_size": m}, 87.7 * m ** 0.8, 0.2) for m in (1, 4, 7, 8)]
+    fs = attribute(rows, "mean")
+    assert [f.key for f in fs] == ["batch_size"]
+    assert fs[0].explains == pytest.approx(1.0) and fs[0].p_value is None
+    assert "none significant" in finding("mean", fs)
