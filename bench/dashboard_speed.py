@@ -6,7 +6,7 @@ side (issue #24: every page's first and median request under 300 ms).
     python bench/dashboard_speed.py --runs 100000 [--before REV] [--passes 2]
 
 Each pass stores one new run through the API and runs the jobs that follow an ingest (the alert
-evaluation, which refreshes the stored summaries), then times every page in a fresh process per
+evaluation, then the refresh of the stored summaries it queues), then times every page in a fresh process per
 tree: the first request, then the median of 5 more. Of the passes the best figure is kept.
 Needs PostgreSQL on 127.0.0.1:5432 (user postgres); creates and drops database pw_bench_dash.
 """

@@ -56,11 +56,12 @@ def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
 # --- alerts --------------------------------------------------------------------------------
 def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     """Every default-branch series of the benchmark (one job per burst of ingests), then one
-    delivery job per new alert and channel."""
+    delivery job per new alert and channel, then one waiting refresh of the pages' stored
+    summaries: its fits (ANOVA over the benchmark's runs, change points) grow with the history,
+    so they never hold up an alert, and a burst of evaluations leaves one refresh."""
     from ..db import transaction
     from ..usecases import alerts
 
-    _summarize(ctx, {"benchmark": args["benchmark"]})  # the pages' stored summaries first
     with transaction(ctx.sessions) as session:
         try:
             new = alerts.evaluate_benchmark(session, str(args["benchmark"]))
@@ -69,6 +70,7 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
             return
     if new:
         enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
+    enqueue_summaries(ctx.queue, str(args["benchmark"]), [])
 
 
 def _summarize(ctx: Context, args: dict[str, Any]) -> None:

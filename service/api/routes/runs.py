@@ -82,7 +82,7 @@ def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> Non
         if run.pr is None:
             benches.setdefault(run.benchmark, []).append(rid)
     try:
-        tasks.enqueue_evaluation(queue, benches)  # it refreshes the pages' summaries too
+        tasks.enqueue_evaluation(queue, benches)  # it queues the pages' summaries after it
         for name in {r.benchmark for r in records} - set(benches):  # PR runs only: no
             tasks.enqueue_summaries(queue, name, [])  # evaluation, but the summaries count them
         if s.github_token and s.bot_baseline:
