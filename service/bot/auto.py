@@ -10,7 +10,7 @@ from .markdown import marker, render
 
 
 def post_for_run(sessions, settings, run_id: int) -> None:  # noqa: ANN001 - sessionmaker, Settings
-    """Post or edit the PR's comment for the run's PR and commit (found again by its marker,
+    """Post or edit the PR's comment for the run's PR at its newest commit (found again by its marker,
     so a job run twice after a crash still leaves one comment). A GitHub failure raises
     GitHubError: the job is tried again."""
     s = settings

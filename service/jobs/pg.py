@@ -103,13 +103,18 @@ async def _sweep(app: procrastinate.App, lease_s: float) -> int:
     n = 0
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease_s):
         try:
-            await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
-        except pexc.UniqueViolation:
-            log.warning("job %s %s: its worker stopped; a waiting job with the same key "
-                        "stands for it", job.id, job.task_name)
-            await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
-        else:
-            log.warning("job %s %s: its worker stopped; running it again", job.id, job.task_name)
+            try:
+                await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
+            except pexc.UniqueViolation:
+                log.warning("job %s %s: its worker stopped; a waiting job with the same key "
+                            "stands for it", job.id, job.task_name)
+                await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+            else:
+                log.warning("job %s %s: its worker stopped; running it again", job.id,
+                            job.task_name)
+        except pexc.ConnectorException as e:  # another worker's sweep took it first
+            log.info("job %s %s: left to another worker's sweep (%s)", job.id, job.task_name, e)
+            continue
         n += 1
     return n
 

@@ -12,12 +12,9 @@ from ..models import Job
 
 def add(session: Session, kind: str, args: dict, coalesce: str | None, max_attempts: int,
         now: datetime) -> bool:
-    """A new job, or False when a waiting job holds the same coalescing key: one to do, or one
-    whose worker died (running under a lease that ran out: the next claim takes it over)."""
+    """A new job, or False when a waiting (todo) job holds the same coalescing key."""
     if coalesce is not None and session.scalar(select(Job.id).where(
-            Job.coalesce_key == coalesce, or_(
-                Job.state == "todo", (Job.state == "doing") & (Job.locked_until < now)))
-            ) is not None:
+            Job.coalesce_key == coalesce, Job.state == "todo")) is not None:
         return False
     session.add(Job(kind=kind, args=args, coalesce_key=coalesce, state="todo", attempts=0,
                     max_attempts=max_attempts, run_after=now, created_at=now))

@@ -74,12 +74,11 @@ def _anova(frame: pd.DataFrame, outcome: str, keys: list[str]) -> dict[str, tupl
         return {k: (0.0, math.nan) for k in keys}
     formula = f"{outcome} ~ " + " + ".join(f"C(f{i})" for i in range(len(keys)))
     total = float(((frame[outcome] - frame[outcome].mean()) ** 2).sum())
-    params = 1 + sum(frame[f"f{i}"].nunique() - 1 for i in range(len(keys)))
-    if len(frame) <= params:  # one run per cell (M=1/4/7/8 once each): no residual, so no test
-        return _saturated(frame, outcome, keys, total)
     with warnings.catch_warnings():  # a partly confounded design: the test says what it can
         warnings.simplefilter("ignore")
         model = smf.ols(formula, data=frame).fit()
+        if model.df_resid < 1:  # one run per cell (M=1/4/7/8 once each): no residual, no test
+            return _saturated(frame, outcome, keys, total)
         table = anova_lm(model, typ=2)
     out = {}
     for i, k in enumerate(keys):
@@ -145,6 +144,9 @@ def finding(outcome: str, factors: Sequence[Factor], metric: str = "tok_s",
                   "determinism": ("non-identical repeats", "follow")}[outcome]
     top = [f for f in factors if f.p_value is not None and f.p_value < alpha]
     none = [f for f in factors if f not in top]
+    if all(f.p_value is None for f in factors):
+        return (f"the runs leave no room for a test of the {what} (as many groups as runs): "
+                + ", ".join(f"{f.key} explains {100 * f.explains:.0f}%" for f in factors))
     if not top:
         return f"no config key explains the {what} (none significant at {alpha})"
     lead = top[0]

@@ -1,5 +1,5 @@
 """The PR comment's bookkeeping for the bot (service/bot/auto.py): the verdict a run's PR
-comment shows (every run of that PR at that commit, against the bot's baseline), and the
+comment shows (every run of that PR at its newest commit, against the bot's baseline), and the
 comment id and verdict kept per (repository, PR, benchmark, baseline)."""
 from __future__ import annotations
 

@@ -70,4 +70,14 @@ def test_one_run_per_level_gives_shares_without_a_test():
     fs = attribute(rows, "mean")
     assert [f.key for f in fs] == ["batch_size"]
     assert fs[0].explains == pytest.approx(1.0) and fs[0].p_value is None
-    assert "none significant" in finding("mean", fs)
+    assert finding("mean", fs) == ("the runs leave no room for a test of the tok_s run means "
+                                   "(as many groups as runs): batch_size explains 100%")
+
+
+def test_nested_keys_with_a_residual_are_still_tested():
+    """Two partly nested keys over five runs leave one residual degree of freedom: the design's
+    rank, not its nominal parameter count, decides whether a test is made."""
+    rows = [RunFacts({"batch_size": m, "variant": v}, y, 0.2) for m, v, y in
+            ((1, "x", 87.0), (1, "x", 87.4), (2, "x", 120.0), (3, "y", 150.0), (4, "y", 171.0))]
+    fs = attribute(rows, "mean")
+    assert any(f.p_value is not None for f in fs)
