@@ -113,19 +113,22 @@ def test_thirty_series_with_a_planted_step(seeded, live_server, browser):
 
     from tests.service.test_alerts import STEP_SERIES, history
 
-    url, _ = live_server
+    url, app = live_server
     runs = history()
     for k in range(0, len(runs), 500):
         assert httpx.post(f"{url}/api/v1/runs/batch", json={"runs": runs[k:k + 500]},
                           timeout=120).status_code == 201
-    # alerts are evaluated after the response (a background task): wait for the last batch's
+    # alerts, then the pages' stored summaries, are durable jobs after the response: the
+    # server's in-process worker runs them; wait until its queue is empty
     import time
 
-    for _ in range(300):
-        alerts = httpx.get(f"{url}/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
-        if alerts["count"]:
+    from service.jobs.worker import pending
+
+    for _ in range(1200):
+        if pending(app.state.settings, app.state.sessions) == 0:
             break
         time.sleep(0.1)
+    alerts = httpx.get(f"{url}/api/v1/alerts", params={"benchmark": "moe-decode-30"}).json()
     assert alerts["count"] == 1
     for size in SIZES:
         page, errors = _open(browser, f"{url}/benchmarks/moe-decode-30", "benchmark-30", size)
