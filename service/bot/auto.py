@@ -3,10 +3,23 @@ holds a GitHub token (PERFWARDEN_GITHUB_TOKEN) and a baseline name (PERFWARDEN_B
 the ingest queues `post_for_run` as a durable job (service/jobs)."""
 from __future__ import annotations
 
+import threading
+
 from ..db import transaction
 from ..usecases.prcomments import pr_verdict, record_comment
 from .github import GitHub
 from .markdown import marker, render
+
+_LOCKS: dict[tuple[str, int, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _pr_lock(repository: str, pr: int, benchmark: str) -> threading.Lock:
+    """One PR comment posted at a time in this process (the API's worker thread beside `drain`
+    or a second thread): without it, two first jobs of one PR both find no comment and both
+    create one."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault((repository, pr, benchmark), threading.Lock())
 
 
 def post_for_run(sessions, settings, run_id: int) -> None:  # noqa: ANN001 - sessionmaker, Settings
@@ -18,8 +31,11 @@ def post_for_run(sessions, settings, run_id: int) -> None:  # noqa: ANN001 - ses
         v = pr_verdict(session, run_id, s.bot_baseline, s.gate_alpha)
     if v is None:
         return
-    body = render(v.comparison, s.dashboard_url)
-    with GitHub(s.github_token.get_secret_value(), s.github_api_url) as gh:
-        comment, _ = gh.upsert(v.repository, v.pr, marker(v.benchmark, s.bot_baseline), body)
-    with transaction(sessions) as session:
-        record_comment(session, v, s.bot_baseline, int(comment["id"]))
+    with _pr_lock(v.repository, v.pr, v.benchmark):
+        with transaction(sessions) as session:  # again, under the lock: the newest runs
+            v = pr_verdict(session, run_id, s.bot_baseline, s.gate_alpha) or v
+        body = render(v.comparison, s.dashboard_url)
+        with GitHub(s.github_token.get_secret_value(), s.github_api_url) as gh:
+            comment, _ = gh.upsert(v.repository, v.pr, marker(v.benchmark, s.bot_baseline), body)
+        with transaction(sessions) as session:
+            record_comment(session, v, s.bot_baseline, int(comment["id"]))
