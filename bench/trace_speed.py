@@ -8,7 +8,7 @@ Builds, from real H200 captures,
     calls and NVTX ranges repeated the same way);
 then times `perfwarden analyze --json` on each and HTA's
 `TraceAnalysis(...).get_idle_time_breakdown()` on the Kineto one, each in its own process, and
-prints wall time and peak memory (max RSS of the process).
+prints wall time and peak memory (the PSS of the process and its children, sampled).
 
     python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
@@ -38,6 +38,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -197,7 +198,7 @@ def nsys_compare(kernels: int, repeat: int, base: str) -> int:
                  *measure([sys.executable, "-c", PANDAS_SNIPPET, str(path)], None, repeat)))
     print(f"\nnsys export {path.name}: {n_k:,} kernels, {path.stat().st_size / 1e6:.0f} MB; "
           f"best of {repeat} runs each, {os.cpu_count()} cores")
-    print(f"{'tool':<44} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
+    print(f"{'tool':<44} {'wall s':>8} {'peak PSS MB':>12} {'ok':>4}")
     for tool, wall, rss, code in rows:
         print(f"{tool:<44} {wall:>8.2f} {rss:>12.0f} {'yes' if code == 0 else 'NO':>4}")
     (new_a, *_), (new_l, *_), (old_a, *_), (old_l, *_) = (r[1:] for r in rows[:4])
@@ -230,24 +231,76 @@ def build_rank_set(single: Path, ranks: int) -> Path:
 
 def measure(cmd: list[str], env=None, repeat: int = 1, cwd: Path | None = None
             ) -> tuple[float, float, int]:
-    """Best wall time, its peak RSS and exit code over `repeat` runs of a child process (this VM
+    """Best wall time, its peak memory and exit code over `repeat` runs of a child process (this VM
     has noisy neighbours: the best of a few runs is the least disturbed one)."""
     runs = [_measure_once(cmd, env, cwd) for _ in range(repeat)]
     return min(runs)
 
 
 def _measure_once(cmd: list[str], env=None, cwd: Path | None = None) -> tuple[float, float, int]:
+    """Wall time, peak memory and exit code of one run. Peak memory is the largest sum of the
+    proportional set sizes of the process and all its descendants, sampled every 50 ms (pieces
+    and rank files load in child processes; a page they share counts once)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                             cwd=cwd)
+    peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    stop.set()
+    sampler.join()
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         print(f"  ! {' '.join(cmd[:4])}... exited {code}: {err.strip().splitlines()[-1:]}",
               file=sys.stderr)
-    return wall, usage.ru_maxrss / 1024, code
+    return wall, peak[0] or usage.ru_maxrss / 1024, code
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Memory of a process and its descendants now (MB): the sum of their proportional set
+    sizes (a page shared by k of them counts 1/k to each, so shared pages count once), from
+    /proc."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                parent[int(d)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # it ended meanwhile
+            continue
+    inside = {pid}
+    changed = True
+    while changed:
+        changed = False
+        for p, pp in parent.items():
+            if pp in inside and p not in inside:
+                inside.add(p)
+                changed = True
+    total_kb = 0
+    for p in inside:
+        try:
+            with open(f"/proc/{p}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        total_kb += int(line.split()[1])
+                        break
+        except (OSError, IndexError, ValueError):
+            continue
+    return total_kb / 1024
 
 
 HTA_SNIPPET = """
@@ -301,7 +354,7 @@ def judge(by: dict, rank_label: str) -> None:
         (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
         ok = h_w / pw_w >= speed and pw_r <= mem * h_r
         print(f"goal {label}: {'PASS' if ok else 'FAIL'}: {h_w / pw_w:.1f}x HTA's speed (goal "
-              f">= {speed:.0f}x), peak RSS {pw_r:.0f} MB vs HTA {h_r:.0f} MB (goal <= "
+              f">= {speed:.0f}x), peak memory {pw_r:.0f} MB vs HTA {h_r:.0f} MB (goal <= "
               f"{mem:.2g} of it)")
 
 
@@ -365,13 +418,13 @@ def main() -> int:
                 if label == rank_label else path.stat().st_size / 1e6
             rows.append(("HTA 0.5.0 idle_time_breakdown", label, size, wall, rss, code))
     print(f"\nbest of {args.repeat} runs each")
-    print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak RSS MB':>12} {'ok':>4}")
+    print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak PSS MB':>12} {'ok':>4}")
     for tool, label, mb, wall, rss, code in rows:
         ok = "yes" if code == 0 else "NO"
         print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {ok:>4}")
     by = {(t if "@" in t else t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
-    print("(peak RSS: the largest single process; perfwarden's rank set loads in a process pool "
-          "and HTA's in its own)" if rank_label else "")
+    print("(peak memory: the largest sum of the proportional set sizes of the process and its "
+          "children, sampled every 50 ms)")
     for label in ("kineto json", "kineto json.gz", rank_label):
         if ("perfwarden", label) in by and ("HTA", label) in by:
             (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from . import kineto_scan as ks
-from .kineto_scan import BATCH, Columns, exact_ns, msgspec, needs_exact
+from . import kineto_split as split
+from .kineto_scan import ADD_BATCH, BATCH, Columns, exact_ns, msgspec, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
@@ -152,15 +153,38 @@ class _GenericEvent:
 
 
 def load_kineto(path: str | Path, step_regex: str | None = None,
-                progress: Progress | None = None) -> Trace:
+                progress: Progress | None = None, parts: int | None = None) -> Trace:
+    """`parts`: how many processes scan a document of at least kineto_split.SPLIT_MIN_BYTES
+    a piece at a time (default: one per core, up to 8; 1: this process alone); smaller ones are
+    decoded in one call."""
     path = Path(path)
     prog = progress or Progress(None)
     big = path.stat().st_size > BIG_FILE_BYTES
-    raw = read_bytes(path, prog if big else None)
-    if big:
-        prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
     rx = re.compile(step_regex) if step_regex else None
-    cols = _scan(path, raw, rx, prog)
+    raw: Any = None
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if gz:
+        raw = read_bytes(path, prog if big else None)
+    cols = None
+    procs = split.processes(len(raw) if gz else path.stat().st_size, parts)
+    if procs:
+        src = raw if gz else split.open_plain(path)
+        if src is not None:
+            if big:
+                prog.note(f"parsing {path.name} ({len(src) / 1e6:.0f} MB JSON) a piece at a "
+                          f"time in {procs} process{'es' if procs > 1 else ''}")
+            try:
+                cols = split.scan(src, rx, procs)
+            finally:
+                if not gz:
+                    src.close()
+    if cols is None:
+        if raw is None:
+            raw = read_bytes(path)
+        if big:
+            prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
+        cols = _scan(path, raw, rx, prog)
     del raw
     trace = _trace(path, cols)
     if big:
@@ -176,7 +200,8 @@ def _scan(path: Path, raw: bytes | bytearray, rx: re.Pattern | None,
     prog.start(n_events, f"scanning {path.name}")
     cols = Columns(exact, rx)
     for events in batches:
-        cols.add(events)
+        for k in range(0, len(events), ADD_BATCH):
+            cols.add(events[k:k + ADD_BATCH])
         prog.advance(len(events), "events")
     return cols
 

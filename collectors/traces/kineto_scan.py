@@ -23,6 +23,7 @@ CALL_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 RANGE_CATS = {"user_annotation", "operator"}
 SYNC_CATS = {"cuda_sync"}
 BATCH = 16384  # events decoded at a time by the one-piece scan
+ADD_BATCH = 4096  # events turned into columns at a time (small lists stay in cache)
 
 try:  # optional fast path
     import msgspec
@@ -99,6 +100,11 @@ def needs_exact(events: list[Any]) -> bool:
     return False
 
 
+def _ints(values: list) -> bool:
+    """All plain ints (no bools, no text, no None)."""
+    return set(map(type, values)) == {int}
+
+
 def _int(v: Any) -> int:
     return v if type(v) is int else _num(v)  # noqa: E721 - bool is no int here
 
@@ -112,6 +118,23 @@ def _num(v: Any, default: int = -1) -> int:
         return int(str(v).strip())
     except ValueError:
         return default
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+class _Categories(dict):
+    """Category as written -> its lower-case name where analysis uses it, else None; filled on
+    first sight, so one dict lookup an event classifies it."""
+
+    def __init__(self, classify: Callable[[Any], str | None]):
+        super().__init__()
+        self.classify = classify
+
+    def __missing__(self, cat: Any) -> str | None:
+        got = self[cat] = self.classify(cat)
+        return got
 
 
 class Columns:
@@ -144,6 +167,12 @@ class Columns:
         self.n_events = 0
         self._wanted: dict[str, str | None] = {}  # category as written -> lower-case if used
         self._name_cache: dict = {}
+        self._raw_ids: dict[bytes, int] = {}  # a name's JSON text -> its number
+        self._low = _Categories(self.category)  # category as written -> lower-case if used
+
+    def shed(self) -> None:
+        """Drop the lookup caches (before the columns travel to another process)."""
+        self._name_cache, self._raw_ids, self._low = {}, {}, _Categories(_none)
 
     def name_of(self, raw: Any) -> str:
         if isinstance(raw, str):
@@ -171,13 +200,13 @@ class Columns:
         times go through list comprehensions; anything else through `add_each`."""
         if self.exact:
             return self.add_each(events)
-        cats = {e.cat for e in events}
-        low = {c: self.category(c) for c in cats}
+        low = self._low
+        x = [e for e in events if e.ph == "X" and low[e.cat] is not None]
+        cats = {e.cat for e in x}
         opc = {c for c in cats if low[c] in OP_CATS}
         callc = {c for c in cats if low[c] in CALL_CATS}
         hostc = callc | {c for c in cats if low[c] in RANGE_CATS}
         syncc = {c for c in cats if low[c] in SYNC_CATS}
-        x = [e for e in events if e.ph == "X" and low[e.cat] is not None]
         ops = [e for e in x if e.cat in opc]
         host = [e for e in x if e.cat in hostc]
         times = [e.ts for e in ops] + [e.dur for e in ops] + [e.ts for e in host] + \
@@ -187,25 +216,58 @@ class Columns:
         self.n_events += len(events)
         self._ops_bulk(ops)
         self._host_bulk(host, callc, low)
-        for e in x:
-            if e.cat in syncc and e.args is not None:
-                self._sync(e)
+        if syncc:
+            for e in x:
+                if e.cat in syncc and e.args is not None:
+                    self._sync(e)
 
     def _ops_bulk(self, ops: list[Any]) -> None:
+        if not ops:
+            return
         args = [e.args for e in ops]
-        dev = [_int(a.device if a is not None else None) for a in args]
-        dev = [d if d >= 0 else _num(e.pid, 0) for d, e in zip(dev, ops)]
-        sv = [a.stream if a is not None else None for a in args]
+        plain = None not in args
+        if plain:
+            dev = [a.device for a in args]
+            st = [a.stream for a in args]
+            co = [a.correlation for a in args]
+            plain = _ints(dev) and min(dev) >= 0 and _ints(st) and _ints(co)
+        if not plain:  # missing args, text or negative devices: one value at a time
+            dev = [_int(a.device if a is not None else None) for a in args]
+            dev = [d if d >= 0 else _num(e.pid, 0) for d, e in zip(dev, ops)]
+            sv = [a.stream if a is not None else None for a in args]
+            st = [_int(v) if v is not None else _num(e.tid, 0) for v, e in zip(sv, ops)]
+            co = [_int(a.correlation if a is not None else None) for a in args]
         self.o_ts.extend([e.ts for e in ops])
         self.o_dur.extend([e.dur for e in ops])
         self.o_dev.extend(dev)
-        self.o_stream.extend([_int(v) if v is not None else _num(e.tid, 0)
-                              for v, e in zip(sv, ops)])
-        self.o_corr.extend([_int(a.correlation if a is not None else None) for a in args])
-        names, name_of = self.names, self.name_of
-        self.o_name.extend([names.setdefault(name_of(e.name), len(names)) for e in ops])
+        self.o_stream.extend(st)
+        self.o_corr.extend(co)
+        self.o_name.extend(self._name_ids([e.name for e in ops]))
         kind_of = {c: OP_CATS[str(self._wanted[c])] for c in {e.cat for e in ops}}
         self.o_kind.extend([kind_of[e.cat] for e in ops])
+
+    def _name_ids(self, raws: list[Any]) -> list[int]:
+        """Name numbers of raw JSON names (numbered in order of first appearance). The names
+        are looked up by their JSON text, joined and split in one call each (JSON text holds
+        no NUL byte); only a text not seen before is decoded."""
+        try:
+            parts = b"\x00".join(raws).split(b"\x00")
+        except TypeError:  # names already decoded (str)
+            parts = None
+        names = self.names
+        if parts is None or len(parts) != len(raws):
+            return [names.setdefault(self.name_of(r), len(names)) for r in raws]
+        ids = self._raw_ids
+        out = [ids.get(b, -1) for b in parts]
+        if -1 in out:
+            for i, v in enumerate(out):
+                if v == -1:
+                    b = parts[i]
+                    got = ids.get(b)
+                    if got is None:
+                        got = ids[b] = names.setdefault(self.name_of(b), len(names))
+                    out[i] = got
+        return out
 
     def _host_bulk(self, host: list[Any], callc: set, low: dict) -> None:
         keep = [e for e in host if ((e.args is not None and e.args.correlation is not None)
@@ -219,7 +281,8 @@ class Columns:
         self.c_ts.extend([keep[i].ts for i in calls])
         self.c_dur.extend([keep[i].dur for i in calls])
         self.c_thr.extend([thr[i] for i in calls])
-        self.c_corr.extend([_int(keep[i].args.correlation) for i in calls])
+        corr = [keep[i].args.correlation for i in calls]
+        self.c_corr.extend(corr if not corr or _ints(corr) else [_int(v) for v in corr])
         self.c_proc.extend([prc[i] for i in calls])
         self.r_ts.extend([keep[i].ts for i in rngs])
         self.r_dur.extend([keep[i].dur for i in rngs])

@@ -47,7 +47,9 @@ def sniff(path: Path, name: str | None = None) -> str:
 
 
 def load_trace(path: str | os.PathLike, step_regex: str | None = None,
-               progress: Progress | None = None, name: str | None = None) -> Trace:
+               progress: Progress | None = None, name: str | None = None,
+               parts: int | None = None) -> Trace:
+    """`parts`: processes for one large Kineto document (kineto.load_kineto)."""
     path = Path(path)
     kind = sniff(path, name)
     try:
@@ -63,7 +65,7 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
                 return trace
         if kind == "nsys-rep":
             return load_nsys_sqlite(export_nsys_rep(path, progress), progress)
-        return load_kineto(path, step_regex, progress)
+        return load_kineto(path, step_regex, progress, parts)
     except TraceError:
         raise
     except (OSError, EOFError, zlib.error) as e:
@@ -84,8 +86,8 @@ def rank_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _load_quiet(path: str, step_regex: str | None, name: str | None) -> Trace:
-    return _named(load_trace(path, step_regex, None, name), name)
+def _load_quiet(path: str, step_regex: str | None, name: str | None, parts: int) -> Trace:
+    return _named(load_trace(path, step_regex, None, name, parts), name)
 
 
 def _named(trace: Trace, name: str | None) -> Trace:
@@ -114,7 +116,8 @@ def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = Non
     # forkserver/spawn would re-import the caller; fork is safe here (no threads hold locks we use)
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futs = {pool.submit(_load_quiet, p, step_regex, n): i
+        parts = max(1, (os.cpu_count() or 1) // workers)  # each file's pieces share the rest
+        futs = {pool.submit(_load_quiet, p, step_regex, n, parts): i
                 for i, (p, n) in enumerate(zip(files, given))}
         for done, fut in enumerate(cf.as_completed(futs), 1):
             i = futs[fut]

@@ -1,0 +1,220 @@
+"""A large Kineto document scanned a piece at a time, in one or more forked processes
+(spec/metrics.md).
+
+The `traceEvents` array is cut at event boundaries (`}` `,` `{` between two events) into pieces
+of about PIECE_BYTES; each piece is made a JSON document of its own by writing its brackets over
+the separators around it (the last piece gets `{"traceEvents":[` over the end of the event
+before it and keeps the document's tail), decoded where it lies, turned into columns by
+`kineto_scan.Columns`, and dropped before the next, so decoded events never pile up; the bytes
+written over are put back after each piece. A plain file is mapped copy-on-write and each piece's
+pages are released once read, so neither the document nor its events sit in memory whole. The
+pieces are shared out in runs of consecutive pieces, one run per process; the runs' columns are
+joined in document order, key tables renumbered in order of first appearance, so the result is
+the one-call scan's, column for column.
+
+A cut that is not at an event boundary (inside a string, or in a nested array) leaves a piece
+that is not valid JSON or does not start with an event; such a piece, a piece the typed decode
+refuses, a document head that is not valid JSON, or epoch times send the whole document back to
+the one-call scan, which also gives the error messages.
+"""
+from __future__ import annotations
+
+import mmap
+import multiprocessing as mp
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from . import kineto_scan as ks
+from .kineto_scan import Columns
+
+SPLIT_MIN_BYTES = 48 << 20  # smaller documents decode in one call (faster; their events are few)
+PIECE_BYTES = 8 << 20  # decoded at a time
+_GAP = re.compile(rb"\}\s*,\s*\{")  # between two objects of an array
+_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_HEAD_LAST = b'{"traceEvents":['
+_PAGE = mmap.PAGESIZE
+
+
+def processes(size: int, parts: int | None) -> int:
+    """How many processes scan a document of `size` bytes a piece at a time; 0: decode it in
+    one call (small documents, or no msgspec)."""
+    if ks.msgspec is None or size < SPLIT_MIN_BYTES:
+        return 0
+    if "fork" not in mp.get_all_start_methods():
+        return 1
+    return max(1, parts if parts is not None else min(os.cpu_count() or 1, 8))
+
+
+def open_plain(path: Path) -> mmap.mmap | None:
+    """The file mapped copy-on-write (each process writes its pieces' brackets into its own
+    private pages); None for an empty file."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+
+
+def bounds(src: Any, pieces: int) -> list[tuple[int, int]] | None:
+    """Where the pieces' events lie: (first byte, one past the last), the first from the array's
+    `[`, the last to the document's end, each other cut after an event's closing brace and
+    before the next event's opening one; None where the document has no event array to cut or
+    its head is not valid JSON."""
+    n = len(src)
+    if pieces < 2 or src[:64].lstrip()[:1] != b"{":
+        return None
+    arr = _ARRAY.search(src)
+    if arr is None:
+        return None
+    start = arr.end() - 1
+    try:  # the keys before the events, with an empty array: the pieces never read them
+        ks._DOC.decode(bytes(src[:start + 1]) + b"]}")
+    except (ks.msgspec.DecodeError, ks.msgspec.ValidationError):
+        return None
+    gaps: list[tuple[int, int]] = []
+    for k in range(1, pieces):
+        at = max(start + 1, gaps[-1][1] if gaps else 0, start + (n - start) * k // pieces)
+        m = _GAP.search(src, at)
+        if m is None:
+            break
+        gaps.append((m.start() + 1, m.end() - 1))  # after the `}`, at the `{`
+    if not gaps or gaps[-1][1] < len(_HEAD_LAST):
+        return None
+    return list(zip([start] + [b for _, b in gaps], [a for a, _ in gaps] + [n]))
+
+
+def piece_view(buf: Any, lo: int, hi: int, j: int, m: int) -> tuple[memoryview, list]:
+    """Piece j of m as a JSON document written in place into `buf`, and what was written over
+    (positions and bytes, for `restore`): the first piece is the array from its `[`, with `]`
+    over the separator after it; a middle piece gets `[` and `]` over the separators around it;
+    the last gets `{"traceEvents":[` over the end of the event before it."""
+    mv = memoryview(buf)
+    if j == m - 1:
+        at = lo - len(_HEAD_LAST)
+        saved = [(at, bytes(mv[at:lo]))]
+        mv[at:lo] = _HEAD_LAST
+        return mv[at:], saved
+    saved = [(hi, bytes(mv[hi:hi + 1]))]
+    if j > 0:
+        saved.append((lo - 1, bytes(mv[lo - 1:lo])))
+        mv[lo - 1:lo] = b"["
+    mv[hi:hi + 1] = b"]"
+    return mv[lo - (j > 0):hi + 1], saved
+
+
+def restore(buf: Any, saved: list) -> None:
+    mv = memoryview(buf)
+    for at, old in reversed(saved):
+        mv[at:at + len(old)] = old
+
+
+def scan(src: Any, rx: re.Pattern | None, procs: int) -> Columns | None:
+    """The document's columns, a piece at a time in `procs` processes (1: this one); None where
+    it must be decoded in one call. `src` must be writable (a copy-on-write map or a
+    bytearray); it is left as it was."""
+    m = max(2 * procs, -(-len(src) // PIECE_BYTES))
+    spans = bounds(src, m)
+    if spans is None:
+        return None
+    m = len(spans)
+    procs = min(procs, m)
+    runs = [(k * m // procs, (k + 1) * m // procs) for k in range(procs)]
+    if procs == 1:
+        got = run(src, spans, 0, m, rx)
+        return got if isinstance(got, Columns) else None
+    ctx = mp.get_context("fork")
+    running = []
+    try:
+        for j0, j1 in runs:
+            recv, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_child, args=(src, spans, j0, j1, rx, send), daemon=True)
+            p.start()
+            send.close()
+            running.append((p, recv))
+    except (AssertionError, OSError):  # a daemonic caller may not fork; none left running
+        for p, _ in running:
+            p.kill()
+        return None
+    results = []
+    for p, recv in running:
+        try:
+            results.append(recv.recv())
+        except EOFError:  # the process died (out of memory, killed)
+            results.append(None)
+        recv.close()
+        p.join()
+    if not all(isinstance(r, Columns) for r in results):
+        return None
+    return join(results)
+
+
+def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: Any) -> None:
+    got = run(src, spans, j0, j1, rx)
+    if isinstance(got, Columns):
+        got.shed()
+    out.send(got)
+    out.close()
+
+
+def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Columns | str:
+    """Pieces j0..j1-1 of the document, one after the other, as columns; or a string saying why
+    the document must be decoded in one call. A mapped file's pages are released as they are
+    passed."""
+    m = len(spans)
+    cols = Columns(False, rx)
+    release = isinstance(src, mmap.mmap)
+    freed = spans[j0][0] // _PAGE * _PAGE
+    for j in range(j0, j1):
+        lo, hi = spans[j]
+        view, saved = piece_view(src, lo, hi, j, m)
+        try:
+            why = _piece(cols, view, j, m)
+        finally:
+            del view
+            restore(src, saved)
+        if why:
+            return why
+        upto = hi // _PAGE * _PAGE  # the page holding the next piece's start stays
+        if release and upto > freed:
+            src.madvise(mmap.MADV_DONTNEED, freed, upto - freed)
+            freed = upto
+    return cols
+
+
+def _piece(cols: Columns, view: memoryview, j: int, m: int) -> str | None:
+    """Piece j's events into `cols`; or why the document must be decoded in one call."""
+    try:
+        events = ks._DOC.decode(view).traceEvents if j == m - 1 else ks._LIST.decode(view)
+    except Exception as e:  # noqa: BLE001 - the one-call decode decides what it means
+        return f"piece {j}: {type(e).__name__}"
+    if j > 0 and (not events or not events[0].ph):
+        return f"piece {j} is not cut at an event"
+    if j == 0 and ks.needs_exact(events[:ks.BATCH]):
+        return "epoch times"
+    for k in range(0, len(events), ks.ADD_BATCH):
+        cols.add(events[k:k + ks.ADD_BATCH])
+    return None
+
+
+def join(parts: list[Columns]) -> Columns:
+    """Columns of consecutive pieces as one document's: arrays end to end, key tables (names,
+    threads, processes) renumbered in order of first appearance."""
+    out = parts[0]
+    for p in parts[1:]:
+        names = [out.names.setdefault(k, len(out.names)) for k in p.names]
+        threads = [out.threads.setdefault(k, len(out.threads)) for k in p.threads]
+        procs = [out.procs.setdefault(k, len(out.procs)) for k in p.procs]
+        for f in ("o_ts", "o_dur", "o_dev", "o_stream", "o_corr", "o_kind", "c_ts", "c_dur",
+                  "c_corr", "r_ts", "r_dur", "r_names"):
+            getattr(out, f).extend(getattr(p, f))
+        out.o_name.extend([names[i] for i in p.o_name])
+        out.c_thr.extend([threads[i] for i in p.c_thr])
+        out.c_proc.extend([procs[i] for i in p.c_proc])
+        out.r_thr.extend([threads[i] for i in p.r_thr])
+        out.r_proc.extend([procs[i] for i in p.r_proc])
+        out.range_counts.update(p.range_counts)
+        out.syncs.extend(p.syncs)
+        out.n_bad += p.n_bad
+        out.n_events += p.n_events
+    return out
