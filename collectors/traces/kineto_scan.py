@@ -91,13 +91,18 @@ def exact_ns(v: Any) -> int:
 
 
 def needs_exact(events: list[Any]) -> bool:
-    for e in events:
+    return first_exact(events) is not None
+
+
+def first_exact(events: list[Any]) -> int | None:
+    """Index of the first event whose time is absolute epoch microseconds, if any."""
+    for i, e in enumerate(events):
         try:
             if float(e.ts) >= EXACT_LIMIT_US:
-                return True
+                return i
         except (TypeError, ValueError):
             continue
-    return False
+    return None
 
 
 def _ints(values: list) -> bool:
@@ -165,6 +170,7 @@ class Columns:
         self.syncs: list[tuple] = []
         self.n_bad = 0
         self.n_events = 0
+        self.epoch_at: int | None = None  # the split scan: its first epoch-time event (index)
         self._wanted: dict[str, str | None] = {}  # category as written -> lower-case if used
         self._name_cache: dict = {}
         self._raw_ids: dict[bytes, int] = {}  # a name's JSON text -> its number

@@ -19,10 +19,13 @@ the one-call scan, which also gives the error messages.
 """
 from __future__ import annotations
 
+import gc
 import mmap
 import multiprocessing as mp
 import os
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +37,18 @@ PIECE_BYTES = 8 << 20  # decoded at a time
 _GAP = re.compile(rb"\}\s*,\s*\{")  # between two objects of an array
 _ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _HEAD_LAST = b'{"traceEvents":['
+_KEY = b'"traceEvents"'
 _PAGE = mmap.PAGESIZE
 
 
 def processes(size: int, parts: int | None) -> int:
     """How many processes scan a document of `size` bytes a piece at a time; 0: decode it in
-    one call (small documents, or no msgspec)."""
+    one call (small documents, or no msgspec). Only a single-threaded process (the command
+    line, a rank-set pool worker) forks; a server's threads scan in their own process."""
     if ks.msgspec is None or size < SPLIT_MIN_BYTES:
         return 0
-    if "fork" not in mp.get_all_start_methods():
-        return 1
+    if "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
+        return 1  # forking beside other threads (a server's) can copy a lock they hold
     return max(1, parts if parts is not None else min(os.cpu_count() or 1, 8))
 
 
@@ -68,10 +73,12 @@ def bounds(src: Any, pieces: int) -> list[tuple[int, int]] | None:
     if arr is None:
         return None
     start = arr.end() - 1
-    try:  # the keys before the events, with an empty array: the pieces never read them
-        ks._DOC.decode(bytes(src[:start + 1]) + b"]}")
-    except (ks.msgspec.DecodeError, ks.msgspec.ValidationError):
+    try:  # the keys before the events, with one number for the array: the pieces never read
+        head = ks.msgspec.json.decode(bytes(src[:start + 1]) + b"0]}")  # them
+    except ks.msgspec.DecodeError:
         return None
+    if not isinstance(head, dict) or head.get("traceEvents") != [0]:
+        return None  # the match was the tail of another key's name, or a second such key
     gaps: list[tuple[int, int]] = []
     for k in range(1, pieces):
         at = max(start + 1, gaps[-1][1] if gaps else 0, start + (n - start) * k // pieces)
@@ -121,8 +128,7 @@ def scan(src: Any, rx: re.Pattern | None, procs: int) -> Columns | None:
     procs = min(procs, m)
     runs = [(k * m // procs, (k + 1) * m // procs) for k in range(procs)]
     if procs == 1:
-        got = run(src, spans, 0, m, rx)
-        return got if isinstance(got, Columns) else None
+        return _whole([run(src, spans, 0, m, rx)])
     ctx = mp.get_context("fork")
     running = []
     try:
@@ -136,25 +142,55 @@ def scan(src: Any, rx: re.Pattern | None, procs: int) -> Columns | None:
         for p, _ in running:
             p.kill()
         return None
-    results = []
-    for p, recv in running:
-        try:
-            results.append(recv.recv())
-        except EOFError:  # the process died (out of memory, killed)
-            results.append(None)
-        recv.close()
-        p.join()
+    deadline = time.monotonic() + WAIT_S
+    results = [_receive(p, recv, deadline) for p, recv in running]
+    return _whole(results)
+
+
+WAIT_S = 1800.0  # a process silent this long is stuck: the one-call decode answers instead
+
+
+def _receive(p: Any, recv: Any, deadline: float) -> Any:
+    """A process's result; None where it died (out of memory, killed) or stalled."""
+    got = None
+    try:
+        while not recv.poll(0.5):
+            if not p.is_alive() or time.monotonic() > deadline:
+                raise EOFError
+        got = recv.recv()
+    except (EOFError, OSError):
+        p.kill()
+    recv.close()
+    p.join(5)
+    return got
+
+
+def _whole(results: list) -> Columns | None:
+    """The runs' columns joined; None where one failed, or where an event with epoch times
+    lies among the document's first BATCH events (the one-call decode's test of the times)."""
     if not all(isinstance(r, Columns) for r in results):
         return None
+    before = 0
+    for r in results:
+        if r.epoch_at is not None and before + r.epoch_at < ks.BATCH:
+            return None
+        before += r.n_events
     return join(results)
 
 
 def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: Any) -> None:
-    got = run(src, spans, j0, j1, rx)
-    if isinstance(got, Columns):
-        got.shed()
-    out.send(got)
-    out.close()
+    """A forked process's work: no garbage collection of the parent's objects (their finalizers
+    may want locks another thread held at the fork), and an exit that skips the interpreter's
+    clean-up (flushing streams whose locks may be held, freeing what was decoded)."""
+    gc.disable()
+    try:
+        got = run(src, spans, j0, j1, rx)
+        if isinstance(got, Columns):
+            got.shed()
+        out.send(got)
+        out.close()
+    finally:
+        os._exit(0)
 
 
 def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Columns | str:
@@ -167,6 +203,8 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Colum
     freed = spans[j0][0] // _PAGE * _PAGE
     for j in range(j0, j1):
         lo, hi = spans[j]
+        if src.find(_KEY, lo, hi) >= 0:  # a second array would win in the one-call decode (or
+            return f"piece {j} holds the key's text"  # a name holds it: harmless, rare)
         view, saved = piece_view(src, lo, hi, j, m)
         try:
             why = _piece(cols, view, j, m)
@@ -175,6 +213,8 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Colum
             restore(src, saved)
         if why:
             return why
+        if j0 == 0 and cols.epoch_at is not None:  # within the document's first BATCH events
+            return "epoch times"
         upto = hi // _PAGE * _PAGE  # the page holding the next piece's start stays
         if release and upto > freed:
             src.madvise(mmap.MADV_DONTNEED, freed, upto - freed)
@@ -190,8 +230,10 @@ def _piece(cols: Columns, view: memoryview, j: int, m: int) -> str | None:
         return f"piece {j}: {type(e).__name__}"
     if j > 0 and (not events or not events[0].ph):
         return f"piece {j} is not cut at an event"
-    if j == 0 and ks.needs_exact(events[:ks.BATCH]):
-        return "epoch times"
+    if cols.epoch_at is None and cols.n_events < ks.BATCH:
+        at = ks.first_exact(events[:ks.BATCH - cols.n_events])
+        if at is not None:
+            cols.epoch_at = cols.n_events + at
     for k in range(0, len(events), ks.ADD_BATCH):
         cols.add(events[k:k + ks.ADD_BATCH])
     return None

@@ -157,3 +157,54 @@ def test_only_large_documents_are_split():
     assert split.processes(split.SPLIT_MIN_BYTES - 1, None) == 0
     assert split.processes(split.SPLIT_MIN_BYTES, 4) == 4
     assert split.processes(split.SPLIT_MIN_BYTES, 1) == 1
+
+
+def _kernels(n: int, t0: float = 0.0) -> list[dict]:
+    out = []
+    for i in range(n):
+        out += [_launch(t0 + 10.0 * i, i), _event(f"k{i % 4}", t0 + 10.0 * i + 2, i)]
+    return out
+
+
+def test_a_second_events_key_is_read_as_the_one_call_decode_reads_it(tmp_path, monkeypatch,
+                                                                       pieces):
+    # JSON objects keep the last of two equal keys: the one-call decode reads the second array
+    first = json.dumps({"traceEvents": _kernels(60)})[:-1]
+    text = first + ', "traceEvents": ' + json.dumps(_kernels(1, 5000.0)) + "}"
+    path = _write(tmp_path, text)
+    seen = _split_ran(monkeypatch)
+    got = load_kineto(path, parts=2)
+    assert seen == [None] and len(got.ops) == 1
+
+
+def test_a_key_that_only_ends_in_the_events_name_is_not_the_events(tmp_path, monkeypatch, pieces):
+    text = '{"x\\"traceEvents": ' + json.dumps(_kernels(60)) + "}"
+    path = _write(tmp_path, text)
+    seen = _split_ran(monkeypatch)
+    got = load_kineto(path, parts=2)
+    assert seen == [None] and len(got.ops) == 0
+
+
+def test_epoch_times_after_metadata_in_a_later_piece_still_count(tmp_path, monkeypatch, pieces):
+    meta = [{"ph": "M", "name": "process_name", "pid": i, "args": {"name": "x" * 40}}
+            for i in range(200)]  # no times: the first pieces hold none
+    late = [_launch(f"TS1700000000{i:06d}.001", i) for i in range(100)] + \
+        [_event("k", f"TS1700000000{i:06d}.203", i) for i in range(100)]
+    text = re.sub(r'"TS([0-9.]+)"', r"\1", json.dumps({"traceEvents": meta + late}))
+    path = _write(tmp_path, text)
+    seen = _split_ran(monkeypatch)
+    got = load_kineto(path, parts=3)
+    assert seen == [None]
+    assert int(got.ops.start_ns[-1]) == 1_700_000_000_000_099_203
+
+
+def test_a_process_with_threads_scans_in_itself(monkeypatch):
+    import threading
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert split.processes(split.SPLIT_MIN_BYTES, None) == 1
+    finally:
+        stop.set()
+        t.join()
