@@ -174,8 +174,9 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
             if big:
                 prog.note(f"parsing {path.name} ({len(src) / 1e6:.0f} MB JSON) a piece at a "
                           f"time in {procs} process{'es' if procs > 1 else ''}")
+            prog.start(len(src), f"scanning {path.name}")
             try:
-                cols = split.scan(src, rx, procs)
+                cols = split.scan(src, rx, procs, lambda n: prog.advance(n, "bytes"))
             finally:
                 if not gz:
                     src.close()

@@ -26,6 +26,8 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +118,22 @@ def restore(buf: Any, saved: list) -> None:
         mv[at:at + len(old)] = old
 
 
-def scan(src: Any, rx: re.Pattern | None, procs: int) -> Columns | None:
+def scan(src: Any, rx: re.Pattern | None, procs: int,
+         tick: Callable[[int], None] | None = None) -> Columns | None:
     """The document's columns, a piece at a time in `procs` processes (1: this one); None where
     it must be decoded in one call. `src` must be writable (a copy-on-write map or a
-    bytearray); it is left as it was."""
+    bytearray); it is left as it was. `tick(n)`: n more bytes scanned (progress)."""
     m = max(2 * procs, -(-len(src) // PIECE_BYTES))
     spans = bounds(src, m)
     if spans is None:
         return None
     m = len(spans)
+    if tick:
+        tick(spans[0][0])  # the head, read by bounds()
     procs = min(procs, m)
     runs = [(k * m // procs, (k + 1) * m // procs) for k in range(procs)]
     if procs == 1:
-        return _whole([run(src, spans, 0, m, rx)])
+        return _whole([run(src, spans, 0, m, rx, tick)])
     ctx = mp.get_context("fork")
     running = []
     try:
@@ -142,27 +147,40 @@ def scan(src: Any, rx: re.Pattern | None, procs: int) -> Columns | None:
         for p, _ in running:
             p.kill()
         return None
-    deadline = time.monotonic() + WAIT_S
-    results = [_receive(p, recv, deadline) for p, recv in running]
-    return _whole(results)
+    return _whole(_receive(running, tick))
 
 
-WAIT_S = 1800.0  # a process silent this long is stuck: the one-call decode answers instead
+WAIT_S = 600.0  # a process silent this long is stuck: the one-call decode answers instead
 
 
-def _receive(p: Any, recv: Any, deadline: float) -> Any:
-    """A process's result; None where it died (out of memory, killed) or stalled."""
-    got = None
-    try:
-        while not recv.poll(0.5):
-            if not p.is_alive() or time.monotonic() > deadline:
-                raise EOFError
-        got = recv.recv()
-    except (EOFError, OSError):
-        p.kill()
-    recv.close()
-    p.join(5)
-    return got
+def _receive(running: list, tick: Callable[[int], None] | None) -> list:
+    """Each process's result, in order; None where one died (out of memory, killed) or fell
+    silent for WAIT_S. Byte counts they send on the way are progress."""
+    results: list = [None] * len(running)
+    waiting = {recv: i for i, (_, recv) in enumerate(running)}
+    heard = time.monotonic()
+    while waiting and time.monotonic() - heard < WAIT_S:
+        ready: list[Any] = wait(list(waiting), timeout=1.0)  # the connections it was given
+        for recv in ready:
+            i = waiting[recv]
+            try:
+                got = recv.recv()
+            except (EOFError, OSError):  # it ended without a result
+                del waiting[recv]
+                continue
+            heard = time.monotonic()
+            if isinstance(got, int):
+                if tick:
+                    tick(got)
+                continue
+            results[i] = got
+            del waiting[recv]
+    for p, recv in running:
+        if recv in waiting:
+            p.kill()
+        recv.close()
+        p.join(5)
+    return results
 
 
 def _whole(results: list) -> Columns | None:
@@ -184,7 +202,7 @@ def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: 
     clean-up (flushing streams whose locks may be held, freeing what was decoded)."""
     gc.disable()
     try:
-        got = run(src, spans, j0, j1, rx)
+        got = run(src, spans, j0, j1, rx, out.send)
         if isinstance(got, Columns):
             got.shed()
         out.send(got)
@@ -193,10 +211,11 @@ def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: 
         os._exit(0)
 
 
-def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Columns | str:
+def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None,
+        tick: Callable[[int], None] | None = None) -> Columns | str:
     """Pieces j0..j1-1 of the document, one after the other, as columns; or a string saying why
     the document must be decoded in one call. A mapped file's pages are released as they are
-    passed."""
+    passed; `tick(n)` after each piece of n bytes."""
     m = len(spans)
     cols = Columns(False, rx)
     release = isinstance(src, mmap.mmap)
@@ -215,6 +234,8 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None) -> Colum
             return why
         if j0 == 0 and cols.epoch_at is not None:  # within the document's first BATCH events
             return "epoch times"
+        if tick:  # with the separator after it
+            tick((spans[j + 1][0] if j + 1 < m else len(src)) - lo)
         upto = hi // _PAGE * _PAGE  # the page holding the next piece's start stays
         if release and upto > freed:
             src.madvise(mmap.MADV_DONTNEED, freed, upto - freed)

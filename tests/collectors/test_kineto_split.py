@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from pathlib import Path
 
@@ -208,3 +209,29 @@ def test_a_process_with_threads_scans_in_itself(monkeypatch):
     finally:
         stop.set()
         t.join()
+
+
+def test_a_piece_process_that_dies_leaves_the_one_call_decode(tmp_path, monkeypatch, pieces):
+    path = _write(tmp_path, json.dumps({"traceEvents": _kernels(300)}))
+    real = split.run
+
+    def dying(src, spans, j0, j1, rx, tick=None):
+        if j0 > 0:  # the second process dies as if killed for memory
+            os._exit(9)
+        return real(src, spans, j0, j1, rx, tick)
+    monkeypatch.setattr(split, "run", dying)
+    seen = _split_ran(monkeypatch)
+    got = load_kineto(path, parts=2)
+    assert seen == [None] and len(got.ops) == 300
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_progress_counts_every_byte_once(tmp_path, pieces, parts):
+    path = _write(tmp_path, json.dumps({"traceEvents": _kernels(300)}))
+    src = split.open_plain(path)
+    ticks: list[int] = []
+    try:
+        assert split.scan(src, None, parts, ticks.append) is not None
+    finally:
+        src.close()
+    assert sum(ticks) == path.stat().st_size and len(ticks) > 3
