@@ -20,7 +20,7 @@ import numpy as np
 
 from . import kineto_scan as ks
 from . import kineto_split as split
-from .kineto_scan import ADD_BATCH, BATCH, Columns, exact_ns, msgspec, needs_exact
+from .kineto_scan import BATCH, Columns, exact_ns, msgspec, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
@@ -201,8 +201,7 @@ def _scan(path: Path, raw: bytes | bytearray, rx: re.Pattern | None,
     prog.start(n_events, f"scanning {path.name}")
     cols = Columns(exact, rx)
     for events in batches:
-        for k in range(0, len(events), ADD_BATCH):
-            cols.add(events[k:k + ADD_BATCH])
+        cols.add_all(events)
         prog.advance(len(events), "events")
     return cols
 

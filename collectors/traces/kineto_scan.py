@@ -201,6 +201,11 @@ class Columns:
                                               low in RANGE_CATS or low in SYNC_CATS) else None
         return got
 
+    def add_all(self, events: list[Any]) -> None:
+        """Keep the needed events of any number, ADD_BATCH at a time."""
+        for k in range(0, len(events), ADD_BATCH):
+            self.add(events[k:k + ADD_BATCH])
+
     def add(self, events: list[Any]) -> None:
         """Keep the needed events of one batch (in document order). Typed events with float
         times go through list comprehensions; anything else through `add_each`."""

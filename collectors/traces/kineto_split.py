@@ -255,8 +255,7 @@ def _piece(cols: Columns, view: memoryview, j: int, m: int) -> str | None:
         at = ks.first_exact(events[:ks.BATCH - cols.n_events])
         if at is not None:
             cols.epoch_at = cols.n_events + at
-    for k in range(0, len(events), ks.ADD_BATCH):
-        cols.add(events[k:k + ks.ADD_BATCH])
+    cols.add_all(events)
     return None
 
 
