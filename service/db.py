@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, make_url
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,7 +27,13 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # No server-side prepared statements: psycopg prepares a query after 5 uses, and the plan
+    # PostgreSQL then caches for the connection's life was chosen for the tables as they were
+    # (an empty `runs` gives a sequential scan, kept as the history grows to millions of rows
+    # wherever nothing runs ANALYZE). Each statement is planned for the tables as they are.
+    args = {"prepare_threshold": None} if make_url(url).get_driver_name() == "psycopg" else {}
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20,
+                         connect_args=args)
 
 
 def session_factory(engine: Engine) -> SessionFactory:

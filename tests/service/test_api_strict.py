@@ -151,3 +151,35 @@ def test_batch_is_all_or_nothing(client, settings):
     r = client.post("/api/v1/runs/batch", json={"runs": changed})
     assert r.status_code == 409 and r.json()["error"]["field"] == "runs.1.idempotency_key"
     assert count_rows(settings.database_url, "runs") == 3
+
+
+def test_a_batch_stores_what_one_record_stores(client, settings):
+    """The batch path (COPY on PostgreSQL) and the one-record path (INSERT) store the same row:
+    JSON columns as the same text, a missing determinism as JSON null, a missing bisect as SQL
+    NULL, the same figures; and the read API gives the same record back."""
+    from sqlalchemy import create_engine, text
+
+    rec = minimal_run(commit="c0ffee1", label="x", determinism=None,
+                      config={"tp": 8, "batch_size": 4, "note": "é \"q\" \\ tab\t"},
+                      started_at="2026-11-01T00:00:00Z")
+    bis = {**rec, "bisect": {"id": "b1", "commit": "c0ffee1"}}
+    one = client.post("/api/v1/runs", json=rec).json()["id"]
+    ids = client.post("/api/v1/runs/batch", json={"runs": [{**rec, "label": "y"}, bis]}).json()["ids"]
+    assert len(ids) == 2 and ids[0] < ids[1] and one < ids[0]
+    cols = ("config::text, hardware::text, environment::text, extra::text, "
+            "determinism IS NULL, trace_summary IS NULL, bisect IS NULL, started_at, \"commit\"")
+    if settings.database_url.startswith("sqlite"):
+        cols = cols.replace("::text", "")
+    eng = create_engine(settings.database_url)
+    with eng.connect() as con:
+        rows = {rid: tuple(con.execute(text(f"SELECT {cols} FROM runs WHERE id = :i"),
+                                       {"i": rid}).one()) for rid in [one, *ids]}
+        figures = [con.execute(text("SELECT metric, n, mean, median, stdev FROM run_metrics "
+                                    "WHERE run_id = :i"), {"i": rid}).all() for rid in [one, *ids]]
+    eng.dispose()
+    assert rows[one] == rows[ids[0]]
+    assert rows[ids[1]][:6] == rows[one][:6] and not rows[ids[1]][6] and rows[one][6]
+    assert figures[0] == figures[1] == figures[2]
+    a, b = (client.get(f"/api/v1/runs/{rid}").json() for rid in (one, ids[0]))
+    assert {k: v for k, v in a.items() if k not in ("id", "label", "created_at")} == \
+        {k: v for k, v in b.items() if k not in ("id", "label", "created_at")}

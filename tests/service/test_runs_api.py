@@ -189,3 +189,19 @@ def test_commits_match_both_ways(client):
     g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": f"commit:{full}",
                                           "run_ids": [ids["other"]]}).json()
     assert sorted(g["baseline_run_ids"]) == sorted([ids["full"], ids["short"]])
+
+
+def test_postgresql_plans_each_statement_for_the_tables_as_they_are(settings):
+    """No server-side prepared statements on PostgreSQL: a plan cached while `runs` was empty
+    (a sequential scan) would be kept for the connection's life as the history grows."""
+    from service.db import make_engine
+
+    eng = make_engine(settings.database_url)
+    with eng.connect() as con:
+        raw = con.connection.driver_connection
+        if settings.database_url.startswith("postgresql"):
+            assert raw.prepare_threshold is None
+            for _ in range(8):
+                con.execute(text("SELECT count(*) FROM runs WHERE idempotency_key = :k"), {"k": "a"})
+            assert con.execute(text("SELECT count(*) FROM pg_prepared_statements")).scalar() == 0
+    eng.dispose()
