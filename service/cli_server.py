@@ -90,7 +90,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from .jobs import worker
 
     s = settings()
-    print(f"perfwarden worker (database: {redact(s.database_url)})", file=sys.stderr)
+    if s.worker_nice and hasattr(os, "nice"):
+        os.nice(s.worker_nice)  # the processes it forks for trace pieces inherit it
+    print(f"perfwarden worker (database: {redact(s.database_url)}, nice {s.worker_nice})",
+          file=sys.stderr)
     engine = make_engine(s.database_url)
     try:
         worker.run(s, session_factory(engine), wait=not args.drain)

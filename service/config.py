@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     job_backoff_s: float = Field(2.0, ge=0)
     job_lease_s: float = Field(30.0, gt=0)
     job_poll_s: float = Field(1.0, gt=0)
+    # `perfwarden worker` runs at this CPU niceness (0-19): trace analysis and the summaries'
+    # fits yield the CPU to the API (gate requests, ingest) and the database on a shared host
+    worker_nice: int = Field(10, ge=0, le=19)
     jobs_in_process: bool | None = None  # a worker thread in the API process (default: SQLite)
 
     @property

@@ -78,13 +78,15 @@ class PgQueue:
         self._lock = threading.Lock()
         self._open = False
 
-    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None) -> bool:
+    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None,
+                after_s: float = 0.0) -> bool:
         with self._lock:
             if not self._open:
                 self.app.open()
                 self._open = True
         try:
-            self.app.tasks[kind].configure(queueing_lock=coalesce).defer(**args)
+            when = datetime.now(timezone.utc) + timedelta(seconds=after_s) if after_s > 0 else None
+            self.app.tasks[kind].configure(queueing_lock=coalesce, schedule_at=when).defer(**args)
         except pexc.AlreadyEnqueued:
             return False
         return True

@@ -10,8 +10,10 @@ from ..config import Settings
 
 
 class Queue(Protocol):
-    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None) -> bool:
-        """Add a job; False when a waiting job of the same `coalesce` key stands for it."""
+    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None,
+                after_s: float = 0.0) -> bool:
+        """Add a job, due in `after_s` seconds; False when a waiting job of the same `coalesce`
+        key stands for it."""
 
     def close(self) -> None: ...
 

@@ -25,9 +25,10 @@ class TableQueue:
     def __init__(self, settings: Settings, sessions: sessionmaker[Session]):
         self.settings, self.sessions = settings, sessions
 
-    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None) -> bool:
+    def enqueue(self, kind: str, args: dict[str, Any], coalesce: str | None = None,
+                after_s: float = 0.0) -> bool:
         return usecase.enqueue(self.sessions, kind, args, coalesce,
-                               KINDS[kind].attempts(self.settings))
+                               KINDS[kind].attempts(self.settings), after_s)
 
     def close(self) -> None:
         pass

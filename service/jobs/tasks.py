@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,15 @@ from .pause import pause_point
 
 log = logging.getLogger("perfwarden.jobs")
 MAX_DELAY_S = 300.0
+# The pages' summaries (ANOVA over every run, each series' change points) cost more as the
+# history grows. The refresh an evaluation queues is due SUMMARY_PACE times as long after the
+# end of this process's last refresh of the benchmark as that refresh took (at most MAX_DELAY_S;
+# at once after a refresh of under QUICK_REFRESH_S), so a steady stream of ingests spends at most
+# 1/(1 + SUMMARY_PACE) of a core on refreshing however long the history, and a page says what
+# its summary covers meanwhile.
+SUMMARY_PACE = 4.0
+QUICK_REFRESH_S = 0.25
+_refreshed: dict[str, tuple[float, float]] = {}  # benchmark -> (seconds taken, monotonic end)
 
 
 @dataclass
@@ -70,7 +80,15 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
             return
     if new:
         enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
-    enqueue_summaries(ctx.queue, str(args["benchmark"]), [])
+    enqueue_summaries(ctx.queue, str(args["benchmark"]), [], summary_wait_s(str(args["benchmark"])))
+
+
+def summary_wait_s(benchmark: str) -> float:
+    """How long the refresh queued after an evaluation waits (SUMMARY_PACE)."""
+    took, end = _refreshed.get(benchmark, (0.0, 0.0))
+    if took < QUICK_REFRESH_S:
+        return 0.0
+    return max(0.0, min(MAX_DELAY_S, SUMMARY_PACE * took) - (time.monotonic() - end))
 
 
 def _summarize(ctx: Context, args: dict[str, Any]) -> None:
@@ -78,11 +96,16 @@ def _summarize(ctx: Context, args: dict[str, Any]) -> None:
     from ..db import transaction
     from ..usecases import summaries
 
+    name, labels = str(args["benchmark"]), [str(x) for x in args.get("labels") or []]
+    t0 = time.perf_counter()
     with transaction(ctx.sessions) as session:
         try:
-            summaries.refresh(session, str(args["benchmark"]), [str(x) for x in args.get("labels") or []])
+            summaries.refresh(session, name, labels)
         except DomainError as e:  # the benchmark went away meanwhile
             log.warning("summaries of %r skipped: %s", args["benchmark"], e.message)
+            return
+    if not labels:
+        _refreshed[name] = (time.perf_counter() - t0, time.monotonic())
 
 
 def _webhook(ctx: Context, args: dict[str, Any]) -> None:
@@ -134,12 +157,12 @@ def enqueue_evaluation(queue: Any, benchmarks: dict[str, list[int]]) -> None:
                       coalesce=f"evaluate:{name}")
 
 
-def enqueue_summaries(queue: Any, benchmark: str, labels: list[str]) -> None:
-    """A refresh a page asks for (its summary is missing or stale): one waiting job per
-    benchmark and labels."""
+def enqueue_summaries(queue: Any, benchmark: str, labels: list[str], after_s: float = 0.0) -> None:
+    """A refresh of the benchmark's summaries (and these labels'), due in `after_s` seconds: one
+    waiting job per benchmark and labels (a page asking for one joins the waiting one)."""
     key = hashlib.sha256(json.dumps([benchmark, labels]).encode()).hexdigest()[:32]
     queue.enqueue("summarize", {"benchmark": benchmark, "labels": labels[:20]},
-                  coalesce=f"summarize:{key}")
+                  coalesce=f"summarize:{key}", after_s=after_s)
 
 
 def enqueue_deliveries(queue: Any, sessions: sessionmaker[Session], settings: Settings,

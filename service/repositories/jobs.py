@@ -11,13 +11,15 @@ from ..models import Job
 
 
 def add(session: Session, kind: str, args: dict, coalesce: str | None, max_attempts: int,
-        now: datetime) -> bool:
-    """A new job, or False when a waiting (todo) job holds the same coalescing key."""
+        now: datetime, after_s: float = 0.0) -> bool:
+    """A new job due `after_s` seconds from now, or False when a waiting (todo) job holds the
+    same coalescing key."""
     if coalesce is not None and session.scalar(select(Job.id).where(
             Job.coalesce_key == coalesce, Job.state == "todo")) is not None:
         return False
     session.add(Job(kind=kind, args=args, coalesce_key=coalesce, state="todo", attempts=0,
-                    max_attempts=max_attempts, run_after=now, created_at=now))
+                    max_attempts=max_attempts, run_after=now + timedelta(seconds=after_s),
+                    created_at=now))
     session.flush()
     return True
 

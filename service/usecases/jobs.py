@@ -24,9 +24,9 @@ def now() -> datetime:
 
 
 def enqueue(sessions: SessionFactory, kind: str, args: dict[str, Any],
-            coalesce: str | None, max_attempts: int) -> bool:
+            coalesce: str | None, max_attempts: int, after_s: float = 0.0) -> bool:
     with transaction(sessions) as session:
-        return repo.add(session, kind, args, coalesce, max_attempts, now())
+        return repo.add(session, kind, args, coalesce, max_attempts, now(), after_s)
 
 
 def claim(sessions: SessionFactory, worker: str, lease_s: float) -> Claimed | None:

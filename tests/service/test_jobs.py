@@ -228,3 +228,57 @@ def test_a_burst_of_ingests_is_one_evaluation_per_benchmark(settings):
         a = c.get("/api/v1/alerts").json()
         assert a["count"] == 1 and a["alerts"][0]["benchmark"] == "moe-decode-30"
     app.state.engine.dispose()
+
+
+def _due_in_s(url: str, kind: str) -> list[float]:
+    """Seconds until each waiting job of `kind` is due."""
+    from datetime import datetime, timezone
+
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            if url.startswith("sqlite"):
+                q = text("SELECT run_after FROM jobs WHERE kind = :k AND state = 'todo'")
+            else:
+                q = text("SELECT scheduled_at FROM procrastinate_jobs WHERE task_name = :k "
+                         "AND status = 'todo'")
+            due = [datetime.fromisoformat(d) if isinstance(d, str) else d
+                   for (d,) in c.execute(q, {"k": kind})]
+    finally:
+        eng.dispose()
+    now = datetime.now(timezone.utc)
+    return [0.0 if d is None else ((d if d.tzinfo else d.replace(tzinfo=timezone.utc)) - now)
+            .total_seconds() for d in due]
+
+
+def test_a_slow_summary_refresh_paces_the_next(settings, monkeypatch):
+    """After a quick refresh the refresh an evaluation queues is due at once; after one that
+    took 3 s it is due 4 x 3 s after that one ended, and a page asking meanwhile joins it."""
+    from service.jobs import tasks
+    from tests.conftest import drain_jobs
+
+    app, client = _app(settings)
+    with client as c:
+        runs = history(series=1, runs=12)
+        name = runs[0]["benchmark"]
+        assert c.post("/api/v1/runs/batch", json={"runs": runs[:6]}).status_code == 201
+        drain_jobs(app)
+        assert _waiting(settings.database_url, "summarize") == 0
+        ctx = tasks.Context(app.state.settings, app.state.sessions, app.state.queue)
+        monkeypatch.setitem(tasks._refreshed, name, (0.1, time.monotonic()))
+        assert c.post("/api/v1/runs/batch", json={"runs": runs[6:9]}).status_code == 201
+        tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": name})
+        due = _due_in_s(settings.database_url, "summarize")
+        assert len(due) == 1 and due[0] <= 0.5
+        drain_jobs(app)  # the refresh runs, and is timed
+        assert 0 < tasks._refreshed[name][0] < tasks.QUICK_REFRESH_S
+        monkeypatch.setitem(tasks._refreshed, name, (3.0, time.monotonic() - 5.0))
+        assert c.post("/api/v1/runs/batch", json={"runs": runs[9:]}).status_code == 201
+        tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": name})
+        due = _due_in_s(settings.database_url, "summarize")
+        assert len(due) == 1 and 5.0 < due[0] <= 7.0  # 12 s after it ended, 5 s ago
+        tasks.enqueue_summaries(app.state.queue, name, [])  # a page finds its summary stale
+        assert _waiting(settings.database_url, "summarize") == 1
+        monkeypatch.setitem(tasks._refreshed, name, (3.0, time.monotonic() - 20.0))
+        assert tasks.summary_wait_s(name) == 0.0  # long enough ago
+    app.state.engine.dispose()
