@@ -61,12 +61,29 @@ def _runner(name: str, kind: Kind, ctx: Context | None):
         try:
             kind.run(ctx, args)
         except Exception as e:
+            if _superseded(ctx.settings, jc.job.queueing_lock):
+                # a waiting job with the same key does this work; a retry of this one could
+                # not be queued beside it (the key's unique index) and would be left running
+                log.warning("job %s %s failed (%s: %s); the waiting job with its key stands "
+                            "for it", jc.job.id, name, type(e).__name__, str(e)[:300])
+                return
             if last and kind.give_up is not None:
                 kind.give_up(ctx, args, f"{type(e).__name__}: {e}"[:1000])
             raise
 
     run.__name__ = name
     return run
+
+
+def _superseded(settings: Settings, lock: str | None) -> bool:
+    """Whether a waiting job holds this coalescing key."""
+    if lock is None:
+        return False
+    import psycopg
+
+    with psycopg.connect(conninfo(settings.database_url)) as con:
+        return con.execute("SELECT 1 FROM procrastinate_jobs WHERE queueing_lock = %s AND "
+                           "status = 'todo'", (lock,)).fetchone() is not None
 
 
 class PgQueue:

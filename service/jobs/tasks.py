@@ -72,14 +72,16 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     from ..db import transaction
     from ..usecases import alerts
 
-    with transaction(ctx.sessions) as session:
-        try:
-            new = alerts.evaluate_benchmark(session, str(args["benchmark"]))
-        except DomainError as e:  # the benchmark went away meanwhile
-            log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
-            return
-    if new:
-        enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
+    more = True
+    while more:  # one transaction per pass: a job far behind keeps what it has done
+        with transaction(ctx.sessions) as session:
+            try:
+                new, more = alerts.evaluate_benchmark(session, str(args["benchmark"]))
+            except DomainError as e:  # the benchmark went away meanwhile
+                log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
+                return
+        if new:
+            enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
     enqueue_summaries(ctx.queue, str(args["benchmark"]), [], summary_wait_s(str(args["benchmark"])))
 
 

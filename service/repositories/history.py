@@ -88,11 +88,14 @@ def unit_of(session: Session, bench_id: int, metric: str) -> str:
 
 # --- incremental alert evaluation ----------------------------------------------------------
 
-def take_pending(session: Session, bench_id: int) -> list[int]:
-    """The runs of the benchmark not yet evaluated, taken off the inbox (a concurrent evaluation
-    of the same benchmark waits on these rows, then finds them gone)."""
+def take_pending(session: Session, bench_id: int, limit: int) -> list[int]:
+    """The oldest `limit` runs of the benchmark not yet evaluated, taken off the inbox (a
+    concurrent evaluation of the same benchmark waits on these rows, then finds them gone)."""
+    oldest = (select(PendingEvaluation.run_id).where(PendingEvaluation.benchmark_id == bench_id)
+              .order_by(PendingEvaluation.run_id).limit(limit))
     return sorted(session.scalars(delete(PendingEvaluation)
-                                  .where(PendingEvaluation.benchmark_id == bench_id)
+                                  .where(PendingEvaluation.benchmark_id == bench_id,
+                                         PendingEvaluation.run_id.in_(oldest.scalar_subquery()))
                                   .returning(PendingEvaluation.run_id)))
 
 

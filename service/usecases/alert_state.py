@@ -31,6 +31,8 @@ WINDOW_MAX = 600  # runs judged at most; past it the newest WINDOW_KEEP, from a 
 WINDOW_KEEP = 300
 CONTEXT = 200  # runs kept before the judged part: PELT's noise scale is taken over them too
 NEAR = 3  # an alert within this many runs of a change point, same direction, stands for it
+PENDING_PER_PASS = 10_000  # runs one evaluation pass takes off the inbox (its queries' IN lists
+# stay far below PostgreSQL's 65,535 parameters, its memory bounded, however far behind it is)
 
 Window = list[list[Any]]  # [run id, started_at epoch seconds, run mean], oldest first
 
@@ -52,9 +54,15 @@ def evaluate(session: Session, bench: history.BenchmarkRow, metrics: list[str]) 
     return new
 
 
-def evaluate_new(session: Session, bench: history.BenchmarkRow) -> list[int]:
-    """The runs not yet evaluated against their series' states; new alerts' ids."""
-    run_ids = hist_repo.take_pending(session, bench.id)
+def evaluate_new(session: Session, bench: history.BenchmarkRow) -> tuple[list[int], bool]:
+    """The oldest PENDING_PER_PASS runs not yet evaluated, against their series' states: new
+    alerts' ids, and whether more runs wait (the caller commits and runs another pass)."""
+    run_ids = hist_repo.take_pending(session, bench.id, PENDING_PER_PASS)
+    return _evaluate_runs(session, bench, run_ids), len(run_ids) == PENDING_PER_PASS
+
+
+def _evaluate_runs(session: Session, bench: history.BenchmarkRow, run_ids: list[int]
+                   ) -> list[int]:
     metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
         if run_ids else []
     if not metrics:

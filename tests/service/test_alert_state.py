@@ -67,6 +67,49 @@ def test_incremental_state_gives_the_full_recomputes_alerts(settings):
         assert [(b, c[:7]) for b, c, *_ in want] == [(1, "0000150"), (2, "0000260")], want
         # (series 2: +3.5% is an improvement, no alert; -8% later is -4.8% from the reference)
         with transaction(sessions) as s:  # a re-evaluation of either adds nothing
-            assert alerts.evaluate_benchmark(s, "inc") == [] and alerts.evaluate(s, "full") == []
+            assert alerts.evaluate_benchmark(s, "inc") == ([], False)
+            assert alerts.evaluate(s, "full") == []
+    finally:
+        engine.dispose()
+
+
+def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settings, monkeypatch):
+    """1,080 runs stored before any evaluation (a worker far behind), taken off the inbox 250 at
+    a time by the job, one transaction per pass: the full recompute's alerts, every run
+    evaluated, and a job with nothing left does nothing."""
+    from service.db import make_engine, session_factory, transaction
+    from service.jobs import tasks
+    from service.schemas import RunIn
+    from service.usecases import alert_state, alerts, ingest
+
+    monkeypatch.setattr(alert_state, "PENDING_PER_PASS", 250)
+    engine = make_engine(settings.database_url)
+    sessions = session_factory(engine)
+    passes = []
+    real = alerts.evaluate_benchmark
+
+    def counted(session, name):
+        out = real(session, name)
+        passes.append(out[1])
+        return out
+
+    monkeypatch.setattr(alerts, "evaluate_benchmark", counted)
+    try:
+        inc = [RunIn.model_validate(r) for r in _history("inc")]
+        full = [RunIn.model_validate(r) for r in _history("full")]
+        for k in range(0, len(inc), 100):
+            ingest.store_runs(sessions, inc[k:k + 100])
+            ingest.store_runs(sessions, full[k:k + 100])
+        queued = []
+        ctx = tasks.Context(settings, sessions, type("Q", (), {
+            "enqueue": lambda self, *a, **k: queued.append(a[0]) or True})())
+        tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": "inc"})
+        assert passes == [True, True, True, True, False]  # 1,080 runs: 250 x 4, then 80
+        with transaction(sessions) as s:
+            alerts.evaluate(s, "full")
+        assert _alerts(sessions, "inc") == _alerts(sessions, "full") != []
+        assert "summarize" in queued
+        tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": "inc"})
+        assert passes[-1] is False and len(passes) == 6
     finally:
         engine.dispose()

@@ -118,17 +118,24 @@ def _app(settings):
     return app, TestClient(app)
 
 
-def _job_attempts(url: str, kind: str) -> list[int]:
+def _job_column(url: str, kind: str, lite: str, pg: str, waiting: bool = False) -> list:
+    """One column of the jobs of `kind` (the jobs table's `lite`, procrastinate's `pg`), oldest
+    first; only the waiting ones with `waiting`."""
     eng = create_engine(url)
     try:
         with eng.connect() as c:
             if url.startswith("sqlite"):
-                q = text("SELECT attempts FROM jobs WHERE kind = :k ORDER BY id")
+                q = f"SELECT {lite} FROM jobs WHERE kind = :k" + (" AND state = 'todo'" * waiting)
             else:
-                q = text("SELECT attempts FROM procrastinate_jobs WHERE task_name = :k ORDER BY id")
-            return [int(a) for (a,) in c.execute(q, {"k": kind})]
+                q = (f"SELECT {pg} FROM procrastinate_jobs WHERE task_name = :k"
+                     + (" AND status = 'todo'" * waiting))
+            return [v for (v,) in c.execute(text(q + " ORDER BY id"), {"k": kind})]
     finally:
         eng.dispose()
+
+
+def _job_attempts(url: str, kind: str) -> list[int]:
+    return [int(a) for a in _job_column(url, kind, "attempts", "attempts")]
 
 
 def test_kill_during_trace_analysis_then_it_finishes(settings, tmp_path):
@@ -195,17 +202,7 @@ def test_kill_during_webhook_delivery_delivers_once(settings, tmp_path, point):
 
 
 def _waiting(url: str, kind: str) -> int:
-    eng = create_engine(url)
-    try:
-        with eng.connect() as c:
-            if url.startswith("sqlite"):
-                q = text("SELECT count(*) FROM jobs WHERE kind = :k AND state = 'todo'")
-            else:
-                q = text("SELECT count(*) FROM procrastinate_jobs WHERE task_name = :k "
-                         "AND status = 'todo'")
-            return int(c.execute(q, {"k": kind}).scalar() or 0)
-    finally:
-        eng.dispose()
+    return len(_job_column(url, kind, "id", "id", waiting=True))
 
 
 def test_a_burst_of_ingests_is_one_evaluation_per_benchmark(settings):
@@ -234,19 +231,9 @@ def _due_in_s(url: str, kind: str) -> list[float]:
     """Seconds until each waiting job of `kind` is due."""
     from datetime import datetime, timezone
 
-    eng = create_engine(url)
-    try:
-        with eng.connect() as c:
-            if url.startswith("sqlite"):
-                q = text("SELECT run_after FROM jobs WHERE kind = :k AND state = 'todo'")
-            else:
-                q = text("SELECT scheduled_at FROM procrastinate_jobs WHERE task_name = :k "
-                         "AND status = 'todo'")
-            due = [datetime.fromisoformat(d) if isinstance(d, str) else d
-                   for (d,) in c.execute(q, {"k": kind})]
-    finally:
-        eng.dispose()
     now = datetime.now(timezone.utc)
+    due = [datetime.fromisoformat(d) if isinstance(d, str) else d
+           for d in _job_column(url, kind, "run_after", "scheduled_at", waiting=True)]
     return [0.0 if d is None else ((d if d.tzinfo else d.replace(tzinfo=timezone.utc)) - now)
             .total_seconds() for d in due]
 
@@ -281,4 +268,34 @@ def test_a_slow_summary_refresh_paces_the_next(settings, monkeypatch):
         assert _waiting(settings.database_url, "summarize") == 1
         monkeypatch.setitem(tasks._refreshed, name, (3.0, time.monotonic() - 20.0))
         assert tasks.summary_wait_s(name) == 0.0  # long enough ago
+    app.state.engine.dispose()
+
+
+def test_a_failed_job_whose_key_waits_again_is_not_left_running(settings, monkeypatch):
+    """An evaluation that fails while an ingest has queued the next one (same coalescing key):
+    the waiting job stands for it, runs, and no job is left running or failed (on PostgreSQL a
+    retry beside the waiting job broke the key's unique index and stayed `doing` for good)."""
+    from service.jobs import tasks
+    from tests.conftest import drain_jobs
+
+    app, client = _app(settings)
+    calls = []
+
+    def flaky(ctx, args):
+        calls.append(args["benchmark"])
+        if len(calls) == 1:
+            tasks.enqueue_evaluation(ctx.queue, {"b": [2]})  # runs arrive meanwhile
+            raise RuntimeError("the database went away")
+
+    kind = tasks.KINDS["evaluate_alerts"]
+    monkeypatch.setitem(tasks.KINDS, "evaluate_alerts", tasks.Kind(flaky, kind.attempts,
+                                                                   kind.backoff_s))
+    with client:
+        tasks.enqueue_evaluation(app.state.queue, {"b": [1]})
+        drain_jobs(app, timeout_s=30)
+    assert calls == ["b", "b"]
+    assert _waiting(settings.database_url, "evaluate_alerts") == 0
+    if settings.database_url.startswith("postgresql"):
+        states = _job_column(settings.database_url, "evaluate_alerts", "state", "status::text")
+        assert "doing" not in states and "failed" not in states, states
     app.state.engine.dispose()
