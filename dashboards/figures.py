@@ -268,3 +268,12 @@ def series_panel(s: Mapping[str, Any], unit: str, band: tuple[float, float, floa
                              range=[-0.5, max(len(runs) - 0.5, 0.5)], zeroline=False),
                   yaxis=yaxis)
     return dict(data=data, layout=layout)
+
+
+def warm() -> None:
+    """Build and serialize one figure of each trace type the pages draw, in the page layout:
+    plotly loads its template and each type's validators on first use (about half a second),
+    which would otherwise fall on the first page view of a fresh process."""
+    for trace in (go.Scatter(x=[0, 1], y=[0, 1]), go.Bar(x=[0], y=[1]), go.Box(y=[0, 1]),
+                  go.Heatmap(z=[[0, 1]], colorscale="RdBu"), go.Heatmap(z=[[0, 1]], colorscale="Blues")):
+        go.Figure(trace, layout=dict(**LAYOUT, title=dict(text="warm-up"))).to_json()

@@ -301,6 +301,14 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
         "message": message, "title": f"{status} · perfwarden"}, status_code=status)
 
 
+def warm() -> None:
+    """What a page's first view in a fresh process would otherwise pay for: the templates'
+    compilation and plotly's first figures (run once at start-up, by the app's lifespan)."""
+    for name in sorted(p.name for p in (HERE / "templates").glob("*.html")):
+        templates.get_template(name)
+    figures.warm()
+
+
 def mount(app: FastAPI) -> None:
     app.include_router(router)
 

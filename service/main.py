@@ -1,8 +1,9 @@
 """create_app(settings): the API and the dashboard. Nothing connects at import time."""
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -144,9 +145,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """The in-process job worker (the SQLite default, or PERFWARDEN_JOBS_IN_PROCESS=1) runs
     while the app serves; the queue's connections close with it."""
+    from dashboards.routes import warm
+
     from .jobs import worker
 
-    stop = None
+    await asyncio.to_thread(_warm, app, warm)  # the first page view after a start is not
+    stop = None                                 # the slow one
     if app.state.settings.in_process_worker:
         thread, stop = worker.start_thread(app.state.settings, app.state.sessions)
     try:
@@ -156,6 +160,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             stop.set()
             thread.join(30)
         app.state.queue.close()
+
+
+def _warm(app: FastAPI, pages: Callable[[], None]) -> None:
+    pages()
+    try:
+        with app.state.engine.connect():  # the pool's first connection
+            pass
+    except OperationalError:  # the database is down: /api/v1/health says so
+        log.warning("no database connection at start-up")
 
 
 def _offline_docs(app: FastAPI) -> None:

@@ -104,3 +104,37 @@ def test_index_says_why_a_benchmark_has_no_verdict(client):
     text = _text(row.group(0))
     assert "no run after the baseline's" not in text
     assert "no newer main run in the baseline's series; 1 other run in other series" in text
+
+
+WARM = r"""
+import json, sys
+from pathlib import Path
+import plotly.io as pio
+from fastapi.testclient import TestClient
+from service.config import Settings
+from service.main import create_app
+from dashboards.routes import templates
+app = create_app(Settings(database_url=sys.argv[1], data_dir=Path(sys.argv[2])))
+before = [type(pio.templates._templates.get("plotly_white")).__name__, len(templates.env.cache)]
+with TestClient(app):
+    after = [type(pio.templates._templates.get("plotly_white")).__name__, len(templates.env.cache),
+             "_plotly_utils.colors" in sys.modules]
+print(json.dumps([before, after]))
+"""
+
+
+def test_start_up_pays_for_what_a_first_page_view_would(settings, tmp_path):
+    """A fresh process's start-up compiles the page templates and draws plotly's first figures
+    (its template, each trace type's validators, the named color scales), so the first page
+    view after a restart costs what the next ones do."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", WARM, settings.database_url, str(tmp_path / "d")],
+                         capture_output=True, text=True, cwd=root, timeout=120, check=True)
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    pages = len(list((root / "dashboards" / "templates").glob("*.html")))
+    assert before == ["object", 0]  # nothing loaded when the app is built
+    assert after == ["Template", pages, True]
