@@ -2,12 +2,14 @@
 file checks; the analysis is THE trace pipeline (collectors/traces/pipeline.py)."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from fastapi import Request
 
@@ -22,6 +24,7 @@ from .errors import Invalid, NotFound, TooLarge
 
 ALLOWED_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
 KERNELS_KEPT = 50
+SPILL_BYTES = 1 << 20  # an upload is hashed and written in a thread, a MiB at a time
 
 
 def trace_dir(data_dir: Path) -> Path:
@@ -58,14 +61,24 @@ async def receive(request: Request, data_dir: Path, limit: int) -> tuple[Path, s
     fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
     h = hashlib.sha256()
     size = 0
+    buf = bytearray()
+
+    def spill(f: BinaryIO, data: bytes) -> None:  # in a thread: a write the kernel holds back
+        h.update(data)                             # (dirty-page writeback) never stalls the
+        f.write(data)                              # event loop's other requests
+
     try:
         with os.fdopen(fd, "wb") as f:
             async for chunk in request.stream():
                 size += len(chunk)
                 if size > limit:
                     raise TooLarge(f"trace is larger than the {limit:,}-byte limit")
-                h.update(chunk)
-                f.write(chunk)
+                buf += chunk
+                if len(buf) >= SPILL_BYTES:
+                    await asyncio.to_thread(spill, f, bytes(buf))
+                    buf.clear()
+            if buf:
+                await asyncio.to_thread(spill, f, bytes(buf))
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
