@@ -72,17 +72,20 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     from ..db import transaction
     from ..usecases import alerts
 
-    more = True
+    more, evaluated = True, 0
     while more:  # one transaction per pass: a job far behind keeps what it has done
         with transaction(ctx.sessions) as session:
             try:
-                new, more = alerts.evaluate_benchmark(session, str(args["benchmark"]))
+                new, runs, more = alerts.evaluate_benchmark(session, str(args["benchmark"]))
             except DomainError as e:  # the benchmark went away meanwhile
                 log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
                 return
+        evaluated += runs
         if new:
             enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
-    enqueue_summaries(ctx.queue, str(args["benchmark"]), [], summary_wait_s(str(args["benchmark"])))
+    if evaluated:  # an evaluation that found nothing new (its runs taken by the one before) leaves
+        name = str(args["benchmark"])  # the summaries as they are
+        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name))
 
 
 def summary_wait_s(benchmark: str) -> float:

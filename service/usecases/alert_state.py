@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from collectors.metrics import HIGHER, lookup, threshold_pct
 
@@ -54,11 +54,17 @@ def evaluate(session: Session, bench: history.BenchmarkRow, metrics: list[str]) 
     return new
 
 
-def evaluate_new(session: Session, bench: history.BenchmarkRow) -> tuple[list[int], bool]:
-    """The oldest PENDING_PER_PASS runs not yet evaluated, against their series' states: new
-    alerts' ids, and whether more runs wait (the caller commits and runs another pass)."""
+class Pass(NamedTuple):
+    alerts: list[int]  # new alerts' ids
+    runs: int  # runs evaluated
+    more: bool  # more runs wait: the caller commits and runs another pass
+
+
+def evaluate_new(session: Session, bench: history.BenchmarkRow) -> Pass:
+    """The oldest PENDING_PER_PASS runs not yet evaluated, against their series' states."""
     run_ids = hist_repo.take_pending(session, bench.id, PENDING_PER_PASS)
-    return _evaluate_runs(session, bench, run_ids), len(run_ids) == PENDING_PER_PASS
+    return Pass(_evaluate_runs(session, bench, run_ids), len(run_ids),
+                len(run_ids) == PENDING_PER_PASS)
 
 
 def _evaluate_runs(session: Session, bench: history.BenchmarkRow, run_ids: list[int]

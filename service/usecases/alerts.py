@@ -41,10 +41,10 @@ def evaluate(session: Session, bench_name: str | None = None,
             for a in alert_state.evaluate(session, bench, comparisons.watched_metrics(metrics))]
 
 
-def evaluate_benchmark(session: Session, bench_name: str) -> tuple[list[int], bool]:
+def evaluate_benchmark(session: Session, bench_name: str) -> alert_state.Pass:
     """One pass of the durable job's evaluation (service/jobs): the oldest of the benchmark's
     runs stored since the last evaluation (one job stands for a burst of ingests), against each
-    series' stored state. Returns the new alerts' ids and whether more runs wait."""
+    series' stored state: the new alerts' ids, the runs evaluated, whether more wait."""
     return alert_state.evaluate_new(session, history.get_benchmark(session, bench_name))
 
 

@@ -67,7 +67,7 @@ def test_incremental_state_gives_the_full_recomputes_alerts(settings):
         assert [(b, c[:7]) for b, c, *_ in want] == [(1, "0000150"), (2, "0000260")], want
         # (series 2: +3.5% is an improvement, no alert; -8% later is -4.8% from the reference)
         with transaction(sessions) as s:  # a re-evaluation of either adds nothing
-            assert alerts.evaluate_benchmark(s, "inc") == ([], False)
+            assert alerts.evaluate_benchmark(s, "inc") == ([], 0, False)
             assert alerts.evaluate(s, "full") == []
     finally:
         engine.dispose()
@@ -90,7 +90,7 @@ def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settin
 
     def counted(session, name):
         out = real(session, name)
-        passes.append(out[1])
+        passes.append(out.more)
         return out
 
     monkeypatch.setattr(alerts, "evaluate_benchmark", counted)
@@ -111,5 +111,6 @@ def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settin
         assert "summarize" in queued
         tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": "inc"})
         assert passes[-1] is False and len(passes) == 6
+        assert queued.count("summarize") == 1  # the one with nothing to do queued no refresh
     finally:
         engine.dispose()
