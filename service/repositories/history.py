@@ -99,6 +99,15 @@ def take_pending(session: Session, bench_id: int, limit: int) -> list[int]:
                                   .returning(PendingEvaluation.run_id)))
 
 
+def take_series_pending(session: Session, bench_id: int, series_ids: list[int]) -> list[int]:
+    """Every run of the series still in the benchmark's inbox, taken off it."""
+    of_series = select(Run.id).where(Run.id == PendingEvaluation.run_id,
+                                     Run.series_id.in_(series_ids)).exists()
+    return sorted(session.scalars(delete(PendingEvaluation)
+                                  .where(PendingEvaluation.benchmark_id == bench_id, of_series)
+                                  .returning(PendingEvaluation.run_id)))
+
+
 def clear_pending(session: Session, bench_id: int) -> None:
     session.execute(delete(PendingEvaluation).where(PendingEvaluation.benchmark_id == bench_id))
 

@@ -175,8 +175,9 @@ def run_keys(session: Session, ids: list[int]) -> dict[int, RunKey]:
 
 
 def metric_names(session: Session, run_ids: list[int]) -> list[str]:
-    return sorted({m for (m,) in session.execute(
-        select(RunMetric.metric).where(RunMetric.run_id.in_(run_ids)))})
+    """The metrics any of the runs holds (the ids in chunks: a list of any length)."""
+    return sorted({m for i in range(0, len(run_ids), 10_000) for (m,) in session.execute(
+        select(RunMetric.metric).where(RunMetric.run_id.in_(run_ids[i:i + 10_000])).distinct())})
 
 
 def registered_metrics(session: Session, names: list[str]) -> dict[str, MetricDef]:

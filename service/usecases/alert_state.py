@@ -63,32 +63,52 @@ class Pass(NamedTuple):
 def evaluate_new(session: Session, bench: history.BenchmarkRow) -> Pass:
     """The oldest PENDING_PER_PASS runs not yet evaluated, against their series' states."""
     run_ids = hist_repo.take_pending(session, bench.id, PENDING_PER_PASS)
-    return Pass(_evaluate_runs(session, bench, run_ids), len(run_ids),
-                len(run_ids) == PENDING_PER_PASS)
+    alerts, taken = _evaluate_runs(session, bench, run_ids)
+    return Pass(alerts, len(run_ids) + taken, len(run_ids) == PENDING_PER_PASS)
 
 
 def _evaluate_runs(session: Session, bench: history.BenchmarkRow, run_ids: list[int]
-                   ) -> list[int]:
+                   ) -> tuple[list[int], int]:
+    """The new alerts of `run_ids` and how many more runs left the inbox with them."""
     metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
         if run_ids else []
     if not metrics:
-        return []
+        return [], 0
     branch = history.default_branch(bench)
     fresh = _fresh_runs(session, bench.id, run_ids, metrics, branch)
     stored = hist_repo.states(session, {sid for sid, _ in fresh}, metrics)
-    new: list[int] = []
-    for (sid, metric), runs in sorted(fresh.items()):
+    stale = set()
+    for (sid, metric), runs in fresh.items():
         state = stored.get((sid, metric))
         window = state.window if state is not None and state.branch == branch else []
         if not window or runs[0][1] < window[0][1]:  # no state, or a run older than it
-            new += rebuild(session, bench, metric, sid)
+            stale.add(sid)
+    new, taken = _rebuild_series(session, bench, stale, metrics) if stale else ([], 0)
+    for (sid, metric), runs in sorted(fresh.items()):
+        if sid in stale:
             continue
-        merged = sorted({w[0]: w for w in window + runs}.values(), key=lambda w: (w[1], w[0]))
-        assert state is not None
+        state = stored[(sid, metric)]
+        merged = sorted({w[0]: w for w in state.window + runs}.values(),
+                        key=lambda w: (w[1], w[0]))
         start = next((i for i, w in enumerate(merged) if w[0] == state.start_run), 0)
         new += judge(session, bench, metric, sid, merged, start, state.reference,
-                     state.runs + len(merged) - len(window))
-    return new
+                     state.runs + len(merged) - len(state.window))
+    return new, taken
+
+
+def _rebuild_series(session: Session, bench: history.BenchmarkRow, series_ids: set[int],
+                    metrics: list[str]) -> tuple[list[int], int]:
+    """Series with no state, or a new run older than it: every watched metric of theirs from
+    the history (the full recompute), and each of their runs still waiting in the inbox taken
+    off it first, since the rebuild judges them (a worker far behind, whose pass holds the
+    oldest runs, rebuilds a series once, not again at each pass that brings older runs)."""
+    taken = hist_repo.take_series_pending(session, bench.id, sorted(series_ids))
+    names = comparisons.watched_metrics(runs_repo.metric_names(session, taken)) if taken else []
+    new: list[int] = []
+    for sid in sorted(series_ids):
+        for metric in sorted(set(metrics) | set(names)):
+            new += rebuild(session, bench, metric, sid)
+    return new, len(taken)
 
 
 def _fresh_runs(session: Session, bench_id: int, run_ids: list[int], metrics: list[str],
