@@ -18,6 +18,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(8 << 20, gt=0, description="run record size limit")
     max_batch_bytes: int = Field(64 << 20, gt=0, description="run batch size limit")
     max_trace_bytes: int = Field(2 << 30, gt=0, description="trace upload size limit")
+    # trace uploads into one API process share this many MB/s (0: unpaced), so a rank set
+    # arriving on loopback does not take the CPU that gate requests need (tracestore.Pace)
+    upload_mb_s: float = Field(100.0, ge=0)
     read_auth: bool = False
     bind_host: str = "127.0.0.1"  # set by `perfwarden serve`; writes are open only on loopback
     github_token: SecretStr | None = None

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from . import tracestore
 from .config import Settings
 from .db import make_engine, session_factory
 from .errors import (
@@ -130,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from .jobs import open_queue
 
     app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
+    app.state.upload_pace = tracestore.Pace(settings.upload_mb_s * 1e6 or None)
 
     _error_handlers(app)
     _routers(app)

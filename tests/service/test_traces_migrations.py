@@ -109,3 +109,30 @@ def test_trace_size_limit(settings):
 
 def test_trace_for_missing_run(client):
     assert client.post("/api/v1/runs/999/traces?filename=a.json", content=b"{}").status_code == 404
+
+
+@pytest.mark.parametrize("mb_s", [4.0, 0.0])
+def test_uploads_into_one_process_share_its_pace(settings, mb_s):
+    """PERFWARDEN_UPLOAD_MB_S: the uploads into one API process share the rate (each piece of
+    a body waits for the slot the pieces before it booked), and arrive whole; 0 leaves them
+    unpaced."""
+    import gzip
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    settings.upload_mb_s = mb_s
+    doc = gzip.decompress((DATA / "kineto_1layer_M4.json.gz").read_bytes()).rstrip()
+    bodies = [doc + b" " * ((3 << 20) - len(doc)) + b"\n" * k for k in (1, 2, 3)]  # 3 MiB each
+    with TestClient(create_app(settings)) as c:
+        rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
+        t0 = time.monotonic()
+        for k, body in enumerate(bodies):
+            r = c.post(f"/api/v1/runs/{rid}/traces", params={"filename": f"r{k}.json"},
+                       content=body)
+            assert r.status_code == 202 and r.json()["sha256"] == hashlib.sha256(body).hexdigest()
+        took = time.monotonic() - t0
+    least = (6 << 20) / 4e6  # the third body waits for the first two's 6 MiB at 4 MB/s
+    assert (took >= least) if mb_s else (took < least), took

@@ -35,7 +35,8 @@ async def upload_trace(run_id: Id, request: Request,
     s = request.app.state.settings
     name = tracestore.check_filename(filename)
     await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
-    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes)
+    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes,
+                                              request.app.state.upload_pace)
     out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
                                            run_id, tmp, name, sha, size, set_size)
     if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
