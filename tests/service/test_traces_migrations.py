@@ -136,3 +136,30 @@ def test_uploads_into_one_process_share_its_pace(settings, mb_s):
         took = time.monotonic() - t0
     least = (6 << 20) / 4e6  # the third body waits for the first two's 6 MiB at 4 MB/s
     assert (took >= least) if mb_s else (took < least), took
+
+
+def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monkeypatch):
+    """The analysis runs in a forked process at SCHED_IDLE (a gate request never waits behind a
+    parse), single-threaded (free to fork its pieces); a process that dies is named, and a
+    file that is no trace is still the 422 naming the upload."""
+    import os
+    import threading
+
+    from service import tracestore
+    from service.errors import Invalid
+
+    seen = {"policy": os.sched_getscheduler(0), "pid": os.getpid()}
+    monkeypatch.setattr(tracestore, "analyze_files", lambda *a, **k: {
+        "policy": os.sched_getscheduler(0), "pid": os.getpid(),
+        "threads": threading.active_count(), "kernels": []})
+    threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
+    got = tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
+    assert got["policy"] == os.SCHED_IDLE != seen["policy"] and got["pid"] != seen["pid"]
+    assert got["threads"] == 1 and os.sched_getscheduler(0) == seen["policy"]
+    monkeypatch.setattr(tracestore, "analyze_files", lambda *a, **k: os._exit(3))
+    with pytest.raises(RuntimeError, match="exit code 3"):
+        tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
+    monkeypatch.undo()
+    with pytest.raises(Invalid, match="cut.json"):
+        path = DATA.parent / "README.md"
+        tracestore.analyze_set([(path, "cut.json")])
