@@ -3,17 +3,20 @@ file checks; the analysis is THE trace pipeline (collectors/traces/pipeline.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
+import gc
 import hashlib
 import json
 import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from fastapi import Request
 
@@ -150,54 +153,74 @@ def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
 
 
 def _lowest_priority() -> None:
-    """The analysis process's CPU class: SCHED_IDLE (Linux) runs only where no other process
-    wants the core, so gate requests, ingest and the database go first; nice 19 elsewhere.
-    (Nice 10 alone, as the worker runs, still let a parse take most of a core beside busy API
-    workers: measured 60-80 ms of every 100 ms while gate requests waited.)"""
+    """The analysis process's CPU class: SCHED_IDLE runs only where no other process wants the
+    core, so gate requests, ingest and the database go first. (Nice 10 alone, as the worker
+    runs, still let a parse take most of a core beside busy API workers: measured 60-80 ms of
+    every 100 ms while gate requests waited.)"""
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
+    except OSError:
         os.nice(19)
 
 
-def _child(out: Any, paths: list[Path], names: list[str]) -> None:
-    try:  # the analysis ends with the process that asked for it (Linux: PR_SET_PDEATHSIG)
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-    _lowest_priority()
+def _child(out: Any, paths: list[Path], names: list[str], parent: int) -> None:
+    """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
+    whole), killed with the worker (PR_SET_PDEATHSIG), none of the parent's objects collected
+    (their finalizers may want locks or sockets of the server's threads), and an exit that
+    skips the interpreter's shutdown."""
+    gc.freeze()
     try:
-        out.send(("ok", analyze_files(paths, Options(), check=SERVER_CHECK, names=names)))
-    except TraceError as e:
-        out.send(("trace", str(e)))
-    except BaseException as e:  # noqa: BLE001 - named to the caller, who raises it
-        out.send(("error", f"{type(e).__name__}: {e}"))
+        os.setpgid(0, 0)
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:  # the worker died before prctl took
+            os._exit(1)
+        _lowest_priority()
+        try:
+            out.send(("ok", analyze_files(paths, Options(), check=SERVER_CHECK, names=names)))
+        except TraceError as e:
+            out.send(("trace", str(e)))
+        except BaseException as e:  # noqa: BLE001 - named to the caller, who raises it
+            out.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        os._exit(0)
 
 
 def _analyze(paths: list[Path], names: list[str]) -> TraceSummary:
-    """THE trace pipeline in a process of its own, forked for this analysis (as the rank-set
-    loader forks: the child touches no lock the server's threads hold) at the lowest CPU
-    priority; single-threaded, it may fork its pieces, and its memory is returned when it
-    ends."""
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    """THE trace pipeline in a process of its own, forked for this analysis on Linux (as the
+    rank-set loader forks: the child touches no lock the server's threads hold) at the lowest
+    CPU priority; single-threaded, it may fork its pieces, and its memory is returned when it
+    ends. Elsewhere (no fork that is safe beside threads, no SCHED_IDLE) it runs here."""
+    if not sys.platform.startswith("linux"):
+        return analyze_files(paths, Options(), check=SERVER_CHECK, names=names)
+    ctx = mp.get_context("fork")
     got, out = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(out, paths, names), daemon=False)
+    proc = ctx.Process(target=_child, args=(out, paths, names, os.getpid()))
     proc.start()
     out.close()
-    try:
-        kind, value = got.recv()
+    kind, value = "died", cast(Any, None)
+    try:  # its pieces hold the pipe (and its sentinel) too: a child that died is its exit
+        while not got.poll(0.5):
+            if not proc.is_alive():
+                break
+        if got.poll():
+            kind, value = got.recv()
     except EOFError:
-        proc.join()
-        raise RuntimeError(f"the trace analysis process died (exit code {proc.exitcode})") \
-            from None
+        pass
     finally:
         got.close()
-    proc.join()
+        proc.join(5)
+        if kind == "died" or proc.exitcode is None:
+            assert proc.pid is not None  # started; never 0 (that would be this process's group)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group it made: its pieces
+            proc.join()
+    if kind == "died":
+        raise RuntimeError(f"the trace analysis process died (exit code {proc.exitcode})")
     if kind == "trace":
         raise TraceError(value)
     if kind == "error":
         raise RuntimeError(f"trace analysis failed: {value}")
-    return value
+    return cast(TraceSummary, value)
 
 
 def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:

@@ -75,9 +75,8 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
     more, evaluated = True, 0
     while more:  # one transaction per pass: a job far behind keeps what it has done
-        with transaction(ctx.sessions) as session:  # the statistics its plans need, first
-            if analyzed := upkeep.analyze_stale(session):
-                log.info("analyzed %s (autovacuum is off)", ", ".join(analyzed))
+        if analyzed := upkeep.analyze_stale(ctx.sessions):  # the statistics its plans need
+            log.info("analyzed %s (autovacuum is off)", ", ".join(analyzed))
         with transaction(ctx.sessions) as session:
             try:
                 new, runs, more = alerts.evaluate_benchmark(session, str(args["benchmark"]))

@@ -10,7 +10,7 @@ autovacuum_analyze_scale_factor times its rows. Where autovacuum is on, it is le
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 TABLES = ("runs", "run_metrics", "samples", "pending_evaluations", "series_states", "alerts",
           "traces")
@@ -19,19 +19,25 @@ _STALE = text(
     "SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
     "WHERE s.schemaname = current_schema() AND s.relname = ANY(:tables) "
     "AND (current_setting('autovacuum') = 'off' OR EXISTS (SELECT FROM unnest(c.reloptions) o "
-    "     WHERE lower(o) IN ('autovacuum_enabled=false', 'autovacuum_enabled=off', "
-    "                        'autovacuum_enabled=0', 'autovacuum_enabled=no'))) "
+    "     WHERE split_part(o, '=', 1) = 'autovacuum_enabled' "
+    "       AND NOT split_part(o, '=', 2)::boolean)) "
     "AND s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8 "
     "+ current_setting('autovacuum_analyze_scale_factor')::float8 * GREATEST(s.n_live_tup, 0) "
     "ORDER BY s.relname")
 
 
-def analyze_stale(session: Session) -> list[str]:
+def analyze_stale(sessions: sessionmaker[Session]) -> list[str]:
     """ANALYZE the tables whose statistics autovacuum would have refreshed by now where it is
-    off (for the server or the table); their names. Nothing on SQLite."""
-    if session.get_bind().dialect.name != "postgresql":
-        return []
-    stale = list(session.scalars(_STALE, {"tables": list(TABLES)}))
+    off (for the server or the table), each in a transaction of its own (its lock held no
+    longer than its own ANALYZE) and skipped while another holds it; their names. Nothing on
+    SQLite."""
+    from ..db import transaction
+
+    with transaction(sessions) as session:
+        if session.get_bind().dialect.name != "postgresql":
+            return []
+        stale = list(session.scalars(_STALE, {"tables": list(TABLES)}))
     for name in stale:
-        session.execute(text(f'ANALYZE "{name}"'))  # a name of TABLES, never user input
+        with transaction(sessions) as session:  # a name of TABLES, never user input
+            session.execute(text(f'ANALYZE (SKIP_LOCKED) "{name}"'))
     return stale

@@ -136,7 +136,7 @@ def test_the_evaluation_keeps_the_planners_statistics_where_autovacuum_does_not(
     """On PostgreSQL with autovacuum off for the runs tables (this machine's server has it off
     altogether), the evaluation job analyzes what ingest grew, by autovacuum's own threshold,
     so its lookups are planned for the rows there are; on SQLite it does nothing."""
-    from service.db import make_engine, session_factory, transaction
+    from service.db import make_engine, session_factory
     from service.jobs import tasks
     from service.repositories import upkeep
     from service.schemas import RunIn
@@ -155,8 +155,7 @@ def test_the_evaluation_keeps_the_planners_statistics_where_autovacuum_does_not(
                     con.execute(text(f"ALTER TABLE {t} SET (autovacuum_enabled = false)"))
         ingest.store_runs(sessions, [RunIn.model_validate(r) for r in _history("stats", 120)])
         if not pg:
-            with transaction(sessions) as s:
-                assert upkeep.analyze_stale(s) == []
+            assert upkeep.analyze_stale(sessions) == []
             return
         with engine.connect() as con:  # the ingest's counts reach the statistics view
             deadline = time.monotonic() + 30

@@ -138,12 +138,15 @@ def test_uploads_into_one_process_share_its_pace(settings, mb_s):
     assert (took >= least) if mb_s else (took < least), took
 
 
-def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monkeypatch):
+def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monkeypatch,
+                                                                            tmp_path):
     """The analysis runs in a forked process at SCHED_IDLE (a gate request never waits behind a
     parse), single-threaded (free to fork its pieces); a process that dies is named, and a
     file that is no trace is still the 422 naming the upload."""
     import os
     import threading
+    import time
+    from pathlib import Path
 
     from service import tracestore
     from service.errors import Invalid
@@ -156,9 +159,26 @@ def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monk
     got = tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
     assert got["policy"] == os.SCHED_IDLE != seen["policy"] and got["pid"] != seen["pid"]
     assert got["threads"] == 1 and os.sched_getscheduler(0) == seen["policy"]
-    monkeypatch.setattr(tracestore, "analyze_files", lambda *a, **k: os._exit(3))
+    pid_file = tmp_path / "piece.pid"
+
+    def dies(*a, **k):  # a piece forked first holds the result pipe, then the analysis dies
+        if (pid := os.fork()) == 0:
+            time.sleep(120)
+            os._exit(0)
+        pid_file.write_text(str(pid))
+        os._exit(3)
+
+    monkeypatch.setattr(tracestore, "analyze_files", dies)
+    t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="exit code 3"):
         tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
+    assert time.monotonic() - t0 < 30  # not held open by the piece's end of the pipe
+    stat = Path(f"/proc/{pid_file.read_text()}/stat")
+    deadline = time.monotonic() + 10
+    while stat.exists() and stat.read_text().split(")")[1].split()[0] != "Z" \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not stat.exists() or stat.read_text().split(")")[1].split()[0] == "Z"  # killed
     monkeypatch.undo()
     with pytest.raises(Invalid, match="cut.json"):
         path = DATA.parent / "README.md"
