@@ -70,12 +70,11 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     summaries: its fits (ANOVA over the benchmark's runs, change points) grow with the history,
     so they never hold up an alert, and a burst of evaluations leaves one refresh."""
     from ..db import transaction
-    from ..repositories import upkeep
     from ..usecases import alerts
 
     more, evaluated = True, 0
     while more:  # one transaction per pass: a job far behind keeps what it has done
-        if analyzed := upkeep.analyze_stale(ctx.sessions):  # the statistics its plans need
+        if analyzed := alerts.keep_statistics(ctx.sessions):  # the statistics its plans need
             log.info("analyzed %s (autovacuum is off)", ", ".join(analyzed))
         with transaction(ctx.sessions) as session:
             try:

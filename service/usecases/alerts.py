@@ -18,12 +18,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..config import Settings
-from ..db import Session
+from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
 from ..format import clean, series_label
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
+from ..repositories import upkeep
 from . import alert_state, comparisons, history
 
 STATES = ("open", "acknowledged", "closed")
@@ -39,6 +40,12 @@ def evaluate(session: Session, bench_name: str | None = None,
         history.benchmarks(session)
     return [a for bench in benches
             for a in alert_state.evaluate(session, bench, comparisons.watched_metrics(metrics))]
+
+
+def keep_statistics(sessions: SessionFactory) -> list[str]:
+    """Before an evaluation pass: the planner statistics of the tables ingest grew, where
+    autovacuum does not keep them (repositories/upkeep); the tables analyzed."""
+    return upkeep.analyze_stale(sessions)
 
 
 def evaluate_benchmark(session: Session, bench_name: str) -> alert_state.Pass:
