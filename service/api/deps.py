@@ -22,6 +22,9 @@ def settings(request: Request) -> Settings:
 
 
 def db(request: Request) -> Iterator[Session]:
+    """The request's unit of work. It commits when the route returns, before the response is
+    sent (`scope="function"`): FastAPI's default ends a yield dependency after the response, so a
+    client could read its own write before it was committed, or get a 2xx for a failed commit."""
     with transaction(request.app.state.sessions) as session:
         yield session
 
@@ -134,7 +137,7 @@ async def strict_query(request: Request) -> None:
 
 # the route dependencies, declared once (routes write `session: SessionDep`,
 # `dependencies=[ReadAccess]`)
-SessionDep = Annotated[Session, Depends(db)]
+SessionDep = Annotated[Session, Depends(db, scope="function")]
 SettingsDep = Annotated[Settings, Depends(settings)]
 ReadAccess = Depends(require_read)
 WriteAccess = Depends(require_write)

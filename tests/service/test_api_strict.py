@@ -183,3 +183,37 @@ def test_a_batch_stores_what_one_record_stores(client, settings):
     a, b = (client.get(f"/api/v1/runs/{rid}").json() for rid in (one, ids[0]))
     assert {k: v for k, v in a.items() if k not in ("id", "label", "created_at")} == \
         {k: v for k, v in b.items() if k not in ("id", "label", "created_at")}
+
+
+def test_a_write_is_committed_before_its_answer_is_sent(live_server, settings):
+    """A client that got 2xx reads its write back at once, and a commit that fails is never
+    answered 2xx (the request's transaction ends before the response, not after it)."""
+    import threading
+    import time
+
+    import httpx
+    from sqlalchemy import event
+
+    url, app = live_server
+    slow, fail = threading.Event(), threading.Event()
+
+    def before_commit(session):
+        if fail.is_set():
+            raise RuntimeError("the commit failed")
+        if slow.is_set():
+            time.sleep(0.5)
+
+    rid = httpx.post(f"{url}/api/v1/runs", json=minimal_run()).json()["id"]
+    event.listen(app.state.sessions, "before_commit", before_commit)  # this test's app only
+    base = f"{url}/api/v1/baselines"
+    body = {"name": "v17", "benchmark": "bench-a", "run_ids": [rid]}
+    assert httpx.post(base, json=body).status_code == 201
+    slow.set()  # each request on a connection of its own, as the CLI's commands make them
+    assert httpx.delete(f"{base}/bench-a/v17").status_code == 204
+    assert httpx.get(f"{base}/bench-a/v17").status_code == 404  # not before the commit ended
+    slow.clear()
+    fail.set()
+    r = httpx.post(base, json=body)
+    fail.clear()
+    assert r.status_code == 500, r.text
+    assert httpx.get(f"{base}/bench-a/v17").status_code == 404
