@@ -25,7 +25,7 @@ def orders(records):
 
 def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
     out = tmp_path / "slow.json"
-    r = run("experiment", "--baseline-cmd", DECODE, "--candidate-cmd", DECODE + " --extra-work 16",
+    r = run("experiment", "--baseline-cmd", DECODE, "--candidate-cmd", DECODE + " --extra-work 48",
             "--id", "cpu-slow", "--out", str(out), *COMMON, timeout=900)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "order AB BA BA AB" in r.stdout and "regression" in r.stdout
