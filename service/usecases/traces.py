@@ -72,14 +72,22 @@ def attach(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
                        datetime.now(timezone.utc))
         held.append(row)
         if len(held) >= set_size:
-            whole: dict[str, Any] = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
-                [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
-            # can this profile show what the timed trials ran? (metrics v1.2, item 5)
-            whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(
-                whole, run.config or {})
-            run.trace_summary = whole
+            run.trace_summary = _run_summary(run, summary if len(held) == 1 else
+                                             tracestore.analyze_set(_files(data_dir, held)))
         return _out(row, len(held))
     return _record(sessions, data_dir, tmp, sha, run_id, add)
+
+
+def _files(data_dir: Path, held: list[TraceFile]) -> list[tuple[Path, str]]:
+    return [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]
+
+
+def _run_summary(run: Run, summary: dict[str, Any] | Any) -> dict[str, Any]:
+    """The run's trace summary: the set's, with the warnings of metrics v1.2 item 5 (can this
+    profile show what the timed trials ran?) from the run's config."""
+    whole = dict(summary)
+    whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(whole, run.config or {})
+    return whole
 
 
 def state_of(row: TraceFile) -> str:
@@ -117,7 +125,12 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     """The analysis job: analyze a pending trace and record it `done`; once the run's set is
     complete (`set_size` files, all done), the run's summary covers them together. A file that
     is no readable trace is recorded `failed` with the reason (not retried: it will not change).
-    A trace already done or gone is left as it is (the job may run twice after a crash)."""
+    A trace already done or gone is left as it is (the job may run twice after a crash).
+
+    No analysis runs inside a transaction: the file's and the set's are done first, then one
+    short transaction (the run's row locked, PostgreSQL) checks that nothing changed meanwhile
+    and records the trace `done` with the run's summary together, so a crash in between leaves
+    the trace `pending` and its job, retried, does it again."""
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is None or state_of(row) != "pending":
@@ -129,19 +142,29 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     except Invalid as e:
         mark_failed(sessions, trace_id, e.message)
         return
-    with transaction(sessions) as session:
-        row = repo.get(session, trace_id)
-        if row is None:
-            return
-        # the run row is locked (PostgreSQL) so two ranks finishing together see each other
-        run = runs_repo.lock_run(session, row.run_id)
-        row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
-        session.flush()
-        held = runs_repo.traces_of(session, [row.run_id])
-        if run is not None and len(held) >= (row.set_size or 1) and \
-                all(state_of(t) == "done" for t in held):
-            run.trace_summary = dict(summary) if len(held) == 1 else dict(tracestore.analyze_set(
-                [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]))
+    whole: tuple[list[int], Any] | None = None  # (the set's trace ids, its summary)
+    for attempt in range(3):
+        with transaction(sessions) as session:
+            row = repo.get(session, trace_id)
+            if row is None or state_of(row) != "pending":
+                return
+            # the run row is locked so two ranks finishing together see each other
+            run = runs_repo.lock_run(session, row.run_id)
+            held = runs_repo.traces_of(session, [row.run_id])
+            ids = [t.id for t in held]
+            complete = run is not None and len(held) >= (row.set_size or 1) and all(
+                state_of(t) == "done" for t in held if t.id != trace_id)
+            needs_set = complete and len(held) > 1 and (whole is None or whole[0] != ids)
+            if not needs_set or attempt == 2:
+                if needs_set:  # the set kept changing under the analysis: this once in the lock
+                    whole = (ids, tracestore.analyze_set(_files(data_dir, held)))
+                row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
+                if complete and run is not None:
+                    run.trace_summary = _run_summary(
+                        run, whole[1] if whole is not None and len(held) > 1 else summary)
+                return
+            files = _files(data_dir, held)
+        whole = (ids, tracestore.analyze_set(files))  # outside any transaction
 
 
 def mark_failed(sessions: SessionFactory, trace_id: int, error: str) -> None:

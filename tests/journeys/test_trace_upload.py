@@ -24,6 +24,15 @@ def _record() -> dict:
     return rec
 
 
+def _upload(c, rec: dict):
+    """The run, then its trace: (run id, the upload's answer, 202)."""
+    rid = c.post("/api/v1/runs", json=rec).json()["id"]
+    r = c.post(f"/api/v1/runs/{rid}/traces", params={"filename": TRACE.name},
+               content=TRACE.read_bytes())
+    assert r.status_code == 202
+    return rid, r
+
+
 def test_upload_is_pending_then_the_worker_makes_it_done(settings):
     from fastapi.testclient import TestClient
 
@@ -34,10 +43,7 @@ def test_upload_is_pending_then_the_worker_makes_it_done(settings):
     rec.pop("trace_files")
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
     with TestClient(app) as c:
-        rid = c.post("/api/v1/runs", json=rec).json()["id"]
-        r = c.post(f"/api/v1/runs/{rid}/traces", params={"filename": TRACE.name},
-                   content=TRACE.read_bytes())
-        assert r.status_code == 202
+        rid, r = _upload(c, rec)
         assert r.json()["state"] == "pending" and r.json()["format"] == "nsys"
         page = c.get(f"/runs/{rid}").text
         assert 'data-state="pending"' in page and 'id="summary"' not in page
@@ -61,4 +67,30 @@ def test_upload_is_pending_then_the_worker_makes_it_done(settings):
         row = re.search(r'<table id="summary">.*?</tr>\s*<tr><td>(\d+)[^<]*</td><td class="num">(\d+)</td>',
                         page, re.S)
         assert row and row.groups() == ("20", "140")
+    app.state.engine.dispose()
+
+
+def test_an_uploaded_profile_that_cannot_show_the_timed_trials_says_so(settings):
+    """The warnings of metrics v1.2 item 5 are the same whether the collector attached the trace
+    or it was uploaded: the run says CUDA graphs, its profile ran eagerly."""
+    from fastapi.testclient import TestClient
+
+    from collectors.traces import analyze_files
+    from collectors.traces.representative import warnings_for
+    from service.main import create_app
+    from tests.conftest import drain_jobs
+
+    rec = _record()
+    rec.pop("trace_summary"), rec.pop("trace_files")
+    rec["config"] = {**rec["config"], "cuda_graphs": True}
+    want = warnings_for(analyze_files([TRACE]), rec["config"])
+    assert len(want) == 1 and "no graph replays" in want[0]
+    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
+    with TestClient(app) as c:
+        rid, _ = _upload(c, rec)
+        drain_jobs(app)
+        got = c.get(f"/api/v1/runs/{rid}").json()["trace_summary"]
+        assert got["warnings"] == want
+        page = c.get(f"/runs/{rid}").text
+        assert 'id="trace-warnings"' in page and "this profile ran eagerly" in page
     app.state.engine.dispose()

@@ -183,3 +183,59 @@ def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monk
     with pytest.raises(Invalid, match="cut.json"):
         path = DATA.parent / "README.md"
         tracestore.analyze_set([(path, "cut.json")])
+
+
+def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
+    """The set's analysis (seconds to minutes for 8 large ranks) holds no lock: while it runs,
+    another writer updates the run at once (PostgreSQL: its row; SQLite: the one write lock),
+    and the set's summary is still recorded with the last rank."""
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    from service import tracestore
+    from service.main import create_app
+
+    tp2 = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))
+    real, writes = tracestore.analyze_set, []
+
+    def watched(files):
+        if len(files) > 1:  # the set's analysis, not one file's
+            if settings.database_url.startswith("sqlite"):
+                con = sqlite3.connect(settings.database_url.split("///", 1)[1], timeout=1)
+                try:
+                    con.execute("BEGIN IMMEDIATE")
+                    con.execute("UPDATE runs SET label = label WHERE id = ?", (rid,))
+                    con.rollback()
+                    writes.append("ok")
+                except sqlite3.OperationalError as e:
+                    writes.append(str(e))
+                finally:
+                    con.close()
+            else:
+                eng = create_engine(settings.database_url)
+                try:
+                    with eng.begin() as c:
+                        c.execute(text("SET LOCAL lock_timeout = '1s'"))
+                        c.execute(text("UPDATE runs SET label = label WHERE id = :r"), {"r": rid})
+                    writes.append("ok")
+                except Exception as e:  # noqa: BLE001 (the lock timeout's error, kept to see)
+                    writes.append(type(e).__name__)
+                finally:
+                    eng.dispose()
+        return real(files)
+
+    monkeypatch.setattr(tracestore, "analyze_set", watched)
+    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
+    with TestClient(app) as c:
+        rid = c.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
+        for f in tp2:
+            r = c.post(f"/api/v1/runs/{rid}/traces",
+                       params={"filename": f.name, "set_size": 2}, content=f.read_bytes())
+            assert r.status_code == 202
+        drain_jobs(app)
+        run = c.get(f"/api/v1/runs/{rid}").json()
+    app.state.engine.dispose()
+    assert writes == ["ok"]  # the set was analyzed once, and nothing waited for it
+    assert [t["state"] for t in run["traces"]] == ["done", "done"]
+    assert len(run["trace_summary"]["ranks"]) == 2 and run["trace_summary"]["warnings"] == []
