@@ -40,6 +40,22 @@ def trace_dir(data_dir: Path) -> Path:
     return d
 
 
+def columns_dir(data_dir: Path) -> Path:
+    """The loaded columns of ranks whose set is not complete yet (collectors/traces/columns.py):
+    the set's analysis reads them rather than parsing every rank again; removed once the set's
+    summary is recorded (drop_columns)."""
+    return data_dir / "columns"
+
+
+def drop_columns(data_dir: Path, shas: list[str]) -> None:
+    folder = columns_dir(data_dir)
+    if not folder.is_dir():
+        return
+    for sha in shas:
+        for f in folder.glob(f"{sha}.*.npz"):
+            f.unlink(missing_ok=True)
+
+
 def path_for(data_dir: Path, sha: str) -> Path:
     return trace_dir(data_dir) / sha[:2] / sha
 
@@ -143,13 +159,15 @@ def check_file(path: Path, filename: str) -> str:
     return FORMATS.get(fmt, "kineto")
 
 
-def analyze_file(path: Path, filename: str) -> tuple[str, TraceSummary]:
-    """(format, summary); TraceError becomes 422 naming the file."""
+def analyze_file(path: Path, filename: str, keep_in: Path | None = None
+                 ) -> tuple[str, TraceSummary]:
+    """(format, summary); TraceError becomes 422 naming the file. `keep_in`: where the file's
+    loaded columns are kept for its set's analysis (analyze_set)."""
     try:
         fmt = sniff(path, filename)
     except TraceError as e:
         raise Invalid(str(e).replace(str(path), filename), "body", code="bad_trace") from None
-    return FORMATS.get(fmt, "kineto"), analyze_set([(path, filename)])
+    return FORMATS.get(fmt, "kineto"), analyze_set([(path, filename)], keep_in)
 
 
 def _lowest_priority() -> None:
@@ -163,7 +181,8 @@ def _lowest_priority() -> None:
         os.nice(19)
 
 
-def _child(out: Any, paths: list[Path], names: list[str], parent: int) -> None:
+def _child(out: Any, paths: list[Path], names: list[str], parent: int,
+           keep_in: Path | None) -> None:
     """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
     whole), killed with the worker (PR_SET_PDEATHSIG), none of the parent's objects collected
     (their finalizers may want locks or sockets of the server's threads), and an exit that
@@ -176,7 +195,8 @@ def _child(out: Any, paths: list[Path], names: list[str], parent: int) -> None:
             os._exit(1)
         _lowest_priority()
         try:
-            out.send(("ok", analyze_files(paths, Options(), check=SERVER_CHECK, names=names)))
+            out.send(("ok", analyze_files(paths, Options(), check=SERVER_CHECK, names=names,
+                                          keep_in=keep_in)))
         except TraceError as e:
             out.send(("trace", str(e)))
         except BaseException as e:  # noqa: BLE001 - named to the caller, who raises it
@@ -185,16 +205,16 @@ def _child(out: Any, paths: list[Path], names: list[str], parent: int) -> None:
         os._exit(0)
 
 
-def _analyze(paths: list[Path], names: list[str]) -> TraceSummary:
+def _analyze(paths: list[Path], names: list[str], keep_in: Path | None) -> TraceSummary:
     """THE trace pipeline in a process of its own, forked for this analysis on Linux (as the
     rank-set loader forks: the child touches no lock the server's threads hold) at the lowest
     CPU priority; single-threaded, it may fork its pieces, and its memory is returned when it
     ends. Elsewhere (no fork that is safe beside threads, no SCHED_IDLE) it runs here."""
     if not sys.platform.startswith("linux"):
-        return analyze_files(paths, Options(), check=SERVER_CHECK, names=names)
+        return analyze_files(paths, Options(), check=SERVER_CHECK, names=names, keep_in=keep_in)
     ctx = mp.get_context("fork")
     got, out = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(out, paths, names, os.getpid()))
+    proc = ctx.Process(target=_child, args=(out, paths, names, os.getpid(), keep_in))
     proc.start()
     out.close()
     kind, value = "died", cast(Any, None)
@@ -223,12 +243,13 @@ def _analyze(paths: list[Path], names: list[str]) -> TraceSummary:
     return cast(TraceSummary, value)
 
 
-def analyze_set(files: list[tuple[Path, str]]) -> TraceSummary:
+def analyze_set(files: list[tuple[Path, str]], keep_in: Path | None = None) -> TraceSummary:
     """The ranks of one run (one file each): THE trace pipeline on the stored files, with the
     server's ordering check, in an analysis process; TraceError becomes 422 naming the
-    uploaded files."""
+    uploaded files. `keep_in`: the folder of the ranks' loaded columns (columns_dir), read
+    where a rank's are there and saved where not."""
     try:
-        summary = _analyze([p for p, _ in files], [name for _, name in files])
+        summary = _analyze([p for p, _ in files], [name for _, name in files], keep_in)
     except TraceError as e:
         msg = str(e)
         for p, name in files:

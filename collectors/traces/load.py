@@ -10,7 +10,9 @@ import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
+from . import columns
 from .kineto import load_kineto
 from .model import Trace, TraceError
 from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
@@ -98,29 +100,47 @@ def _named(trace: Trace, name: str | None) -> Trace:
 
 def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = None,
                 progress: Progress | None = None, jobs: int | None = None,
-                names: Sequence[str] | None = None) -> list[Trace]:
+                names: Sequence[str] | None = None, keep_in: Path | None = None) -> list[Trace]:
     """Load several files (the ranks of one run), in parallel processes across cores: each
     file's decode is independent, and the loaded columns come back as numpy arrays. `names`:
-    the files' own names where they are stored under others."""
+    the files' own names where they are stored under others. `keep_in`: a folder where each
+    file's loaded columns are kept (columns.py): a file loaded before is read from there, not
+    parsed again, and one parsed now is saved there."""
     files = [str(p) for p in paths]
-    given = list(names) if names is not None else [None] * len(files)
-    workers = min(len(files), jobs or os.cpu_count() or 1)
+    given: list[str | None] = list(names) if names is not None else [None] * len(files)
+    out: list[Trace | None] = [None] * len(files)
+    kept = [columns.key_path(keep_in, Path(p), step_regex) if keep_in else None for p in files]
+    for i, k in enumerate(kept):
+        if k is not None and k.exists():
+            out[i] = columns.read(k)
+    todo = [i for i, t in enumerate(out) if t is None]
+    workers = min(len(todo), jobs or os.cpu_count() or 1)
     if workers <= 1:
-        return [_named(load_trace(p, step_regex, progress, n), n) for p, n in zip(files, given)]
+        for i in todo:
+            out[i] = _named(load_trace(files[i], step_regex, progress, given[i]), given[i])
+    else:
+        _load_parallel(files, given, todo, out, step_regex, progress, workers)
+    for i in todo:
+        k = kept[i]
+        if k is not None and out[i] is not None:
+            columns.save(cast(Trace, out[i]), k)
+    return [_named(t, n) for t, n in zip(out, given) if t is not None]
+
+
+def _load_parallel(files: list[str], given: list[str | None], todo: list[int],
+                   out: list[Trace | None], step_regex: str | None, progress: Progress | None,
+                   workers: int) -> None:
     import concurrent.futures as cf
     import multiprocessing as mp
 
     prog = progress or Progress(None)
-    prog.note(f"loading {len(files)} trace files in {workers} processes")
-    out: list[Trace | None] = [None] * len(files)
+    prog.note(f"loading {len(todo)} trace files in {workers} processes")
     # forkserver/spawn would re-import the caller; fork is safe here (no threads hold locks we use)
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
     with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         parts = max(1, (os.cpu_count() or 1) // workers)  # each file's pieces share the rest
-        futs = {pool.submit(_load_quiet, p, step_regex, n, parts): i
-                for i, (p, n) in enumerate(zip(files, given))}
+        futs = {pool.submit(_load_quiet, files[i], step_regex, given[i], parts): i for i in todo}
         for done, fut in enumerate(cf.as_completed(futs), 1):
             i = futs[fut]
             out[i] = fut.result()
-            prog.note(f"loaded {given[i] or Path(files[i]).name} ({done}/{len(files)})")
-    return [t for t in out if t is not None]
+            prog.note(f"loaded {given[i] or Path(files[i]).name} ({done}/{len(todo)})")

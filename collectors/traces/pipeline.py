@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -48,15 +49,17 @@ SERVER_CHECK = Check(preset=SERVER_PRESET)
 
 def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
                   progress: Progress | None = None, jobs: int | None = None,
-                  check: Check | None = None, names: Sequence[str] | None = None
-                  ) -> TraceSummary:
+                  check: Check | None = None, names: Sequence[str] | None = None,
+                  keep_in: Path | None = None) -> TraceSummary:
     """Analyze one trace, or the ranks of one run given as several files. `names`: the files'
-    own names where they are stored under others (content-addressed uploads)."""
+    own names where they are stored under others (content-addressed uploads); `keep_in`: a
+    folder keeping each file's loaded columns (load.load_traces), so a set whose ranks were
+    analyzed one by one is not parsed again."""
     opts = opts or Options()
     check = check or Check()
     keep = keep_regex(opts.step_regex, check.guard_range,
                       REFERENCE_REGEX if check.guarded or check.preset else None)
-    traces = load_traces(paths, keep, progress, jobs, names)
+    traces = load_traces(paths, keep, progress, jobs, names, keep_in)
     trace = concat_traces(traces)
     topts = resolve_steps(trace, opts)
     proj = project(trace, str(topts.step_regex))

@@ -60,7 +60,7 @@ def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
     from ..usecases import traces
 
-    traces.mark_failed(ctx.sessions, int(args["trace_id"]), error)
+    traces.mark_failed(ctx.sessions, int(args["trace_id"]), error, ctx.settings.data_dir)
 
 
 # --- alerts --------------------------------------------------------------------------------

@@ -130,19 +130,23 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     No analysis runs inside a transaction: the file's and the set's are done first, then one
     short transaction (the run's row locked, PostgreSQL) checks that nothing changed meanwhile
     and records the trace `done` with the run's summary together, so a crash in between leaves
-    the trace `pending` and its job, retried, does it again."""
+    the trace `pending` and its job, retried, does it again. A rank of a set keeps its loaded
+    columns (tracestore.columns_dir) until the set's summary is recorded, so the set's analysis
+    parses no rank twice."""
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is None or state_of(row) != "pending":
             return
-        sha, name = row.sha256, row.filename
+        sha, name, of_set = row.sha256, row.filename, (row.set_size or 1) > 1
+    keep_in = tracestore.columns_dir(data_dir) if of_set else None  # the set reads them back
     before()
     try:
-        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name)
+        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name, keep_in)
     except Invalid as e:
-        mark_failed(sessions, trace_id, e.message)
+        mark_failed(sessions, trace_id, e.message, data_dir)
         return
     whole: tuple[list[int], Any] | None = None  # (the set's trace ids, its summary)
+    shas: list[str] = []
     for attempt in range(3):
         with transaction(sessions) as session:
             row = repo.get(session, trace_id)
@@ -157,21 +161,30 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
             needs_set = complete and len(held) > 1 and (whole is None or whole[0] != ids)
             if not needs_set or attempt == 2:
                 if needs_set:  # the set kept changing under the analysis: this once in the lock
-                    whole = (ids, tracestore.analyze_set(_files(data_dir, held)))
+                    whole = (ids, tracestore.analyze_set(_files(data_dir, held), keep_in))
                 row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
                 if complete and run is not None:
                     run.trace_summary = _run_summary(
                         run, whole[1] if whole is not None and len(held) > 1 else summary)
-                return
+                shas = [t.sha256 for t in held] if complete else []
+                break
             files = _files(data_dir, held)
-        whole = (ids, tracestore.analyze_set(files))  # outside any transaction
+        whole = (ids, tracestore.analyze_set(files, keep_in))  # outside any transaction
+    tracestore.drop_columns(data_dir, shas)  # recorded: the set is not analyzed again
 
 
-def mark_failed(sessions: SessionFactory, trace_id: int, error: str) -> None:
+def mark_failed(sessions: SessionFactory, trace_id: int, error: str,
+                data_dir: Path | None = None) -> None:
+    """Record the trace `failed`. Its set can no longer complete, so the columns its ranks
+    kept for the set's analysis (given `data_dir`) are removed."""
+    shas: list[str] = []
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is not None and state_of(row) == "pending":
             row.state, row.error = "failed", error[:1000]
+            shas = [t.sha256 for t in runs_repo.traces_of(session, [row.run_id])]
+    if data_dir is not None:
+        tracestore.drop_columns(data_dir, shas)
 
 
 def attach_file(sessions: SessionFactory, data_dir: Path, run_id: int,

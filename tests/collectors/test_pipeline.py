@@ -45,3 +45,31 @@ def test_sets_order_by_the_same_rank_rule(tmp_path):
     for name in ("x-TP-1-decode.trace.json.gz", "x-TP-0-decode.trace.json.gz"):
         (tmp_path / name).write_bytes(TP2[0].read_bytes())
     assert [rank_of(p.name) for p in trace_set([tmp_path])] == [0, 1]
+
+
+NSYS = ROOT / "data/h200/resident/nsys/traces"
+
+
+@pytest.mark.parametrize("files", [TP2, [NSYS / "overlap-eager.sqlite", NSYS / "late-graphs.sqlite"]],
+                         ids=["kineto-tp2", "nsys-eager-and-graphs"])
+def test_a_set_whose_ranks_were_analyzed_is_not_parsed_again(tmp_path, monkeypatch, files):
+    """The service analyzes each rank as it arrives, keeping its loaded columns; the set's
+    analysis then reads them (no trace file parsed twice) and its summary is the one the files
+    give."""
+    from collectors.traces import load
+
+    plain = analyze_files(files, check=SERVER_CHECK)
+    kept = tmp_path / "columns"
+    singles = [analyze_files([f], check=SERVER_CHECK, keep_in=kept) for f in files]
+    assert singles == [analyze_files([f], check=SERVER_CHECK) for f in files]
+    assert len(list(kept.glob("*.npz"))) == len(files)
+
+    def no_parse(*a, **k):
+        raise AssertionError(f"parsed again: {a[0]}")
+
+    monkeypatch.setattr(load, "load_trace", no_parse)
+    assert analyze_files(files, check=SERVER_CHECK, keep_in=kept, jobs=1) == plain
+    monkeypatch.undo()
+    broken = sorted(kept.glob("*.npz"))[0]
+    broken.write_bytes(broken.read_bytes()[:100])  # unreadable columns: the file is parsed
+    assert analyze_files(files, check=SERVER_CHECK, keep_in=kept, jobs=1) == plain

@@ -94,6 +94,24 @@ def test_trace_that_fails_analysis_is_failed_with_the_reason(client):
     assert 'data-state="failed"' in page and "cut.json" in page
 
 
+def test_a_set_with_a_failed_rank_keeps_no_columns(client, settings):
+    """A rank that fails ends its set (it can never complete): the columns the good rank kept
+    for the set's analysis are removed with it."""
+    from service import tracestore
+
+    rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
+    good = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))[0]
+    for name, body in ((good.name, good.read_bytes()), ("rank1.json", b'{"traceEvents": [')):
+        r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": name, "set_size": 2},
+                        content=body)
+        assert r.status_code == 202
+    drain_jobs(client.app)
+    run = client.get(f"/api/v1/runs/{rid}").json()
+    assert [t["state"] for t in run["traces"]] == ["done", "failed"]
+    assert run["trace_summary"] is None
+    assert not list(tracestore.columns_dir(settings.data_dir).glob("*.npz"))
+
+
 def test_trace_size_limit(settings):
     from fastapi.testclient import TestClient
 
@@ -197,10 +215,13 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
     from service.main import create_app
 
     tp2 = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))
-    real, writes = tracestore.analyze_set, []
+    real, writes, kept = tracestore.analyze_set, [], []
+    columns = tracestore.columns_dir(settings.data_dir)
 
-    def watched(files):
+    def watched(files, keep_in=None):
         if len(files) > 1:  # the set's analysis, not one file's
+            assert keep_in == columns
+            kept.extend(sorted(f.name.split(".")[0] for f in columns.glob("*.npz")))
             if settings.database_url.startswith("sqlite"):
                 con = sqlite3.connect(settings.database_url.split("///", 1)[1], timeout=1)
                 try:
@@ -223,7 +244,7 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
                     writes.append(type(e).__name__)
                 finally:
                     eng.dispose()
-        return real(files)
+        return real(files, keep_in)
 
     monkeypatch.setattr(tracestore, "analyze_set", watched)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
@@ -239,3 +260,6 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
     assert writes == ["ok"]  # the set was analyzed once, and nothing waited for it
     assert [t["state"] for t in run["traces"]] == ["done", "done"]
     assert len(run["trace_summary"]["ranks"]) == 2 and run["trace_summary"]["warnings"] == []
+    # each rank's loaded columns were there for the set's analysis, and are gone once it is in
+    assert kept == sorted(t["sha256"] for t in run["traces"])
+    assert not list(columns.glob("*"))
