@@ -43,17 +43,25 @@ def trace_dir(data_dir: Path) -> Path:
 def columns_dir(data_dir: Path) -> Path:
     """The loaded columns of ranks whose set is not complete yet (collectors/traces/columns.py):
     the set's analysis reads them rather than parsing every rank again; removed once the set's
-    summary is recorded (drop_columns)."""
+    summary is recorded (usecases/traces.sweep_columns)."""
     return data_dir / "columns"
 
 
-def drop_columns(data_dir: Path, shas: list[str]) -> None:
+def kept_columns(data_dir: Path) -> dict[str, list[Path]]:
+    """The columns kept now, by the sha256 of their trace file; temp files of a save that was
+    killed (older than an hour) are removed on the way."""
     folder = columns_dir(data_dir)
+    out: dict[str, list[Path]] = {}
     if not folder.is_dir():
-        return
-    for sha in shas:
-        for f in folder.glob(f"{sha}.*.npz"):
-            f.unlink(missing_ok=True)
+        return out
+    for f in folder.iterdir():
+        if f.name.startswith(".columns-"):
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - f.stat().st_mtime > 3600:
+                    f.unlink()
+        elif f.suffix == ".npz":
+            out.setdefault(f.name.split(".", 1)[0], []).append(f)
+    return out
 
 
 def path_for(data_dir: Path, sha: str) -> Path:

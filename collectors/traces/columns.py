@@ -66,8 +66,15 @@ def read(src: Path) -> Trace | None:
         with np.load(src, allow_pickle=False) as z:
             cols = {k: z[k] for k in z.files}
         meta = json.loads(cols.pop("meta").tobytes())
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
         return None
+    try:
+        return _trace(cols, meta)
+    except (KeyError, TypeError, ValueError):  # saved by a model this one does not match
+        return None
+
+
+def _trace(cols: dict[str, np.ndarray], meta: dict) -> Trace:
     r_start, r_end, r_thread, r_proc = (cols[f"ranges_{f}"] for f in _RANGES)
     ranges = Ranges(r_start, r_end, r_thread, r_proc, names=list(meta["range_names"]))
     return Trace(ops=Ops(*(cols[f"ops_{f}"] for f in _OPS)),

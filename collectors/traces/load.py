@@ -109,7 +109,8 @@ def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = Non
     files = [str(p) for p in paths]
     given: list[str | None] = list(names) if names is not None else [None] * len(files)
     out: list[Trace | None] = [None] * len(files)
-    kept = [columns.key_path(keep_in, Path(p), step_regex) if keep_in else None for p in files]
+    kept = [columns.key_path(keep_in, Path(p), step_regex) if keep_in and Path(p).is_file()
+            else None for p in files]  # a missing file: load_trace names it
     for i, k in enumerate(kept):
         if k is not None and k.exists():
             out[i] = columns.read(k)
@@ -123,7 +124,10 @@ def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = Non
     for i in todo:
         k = kept[i]
         if k is not None and out[i] is not None:
-            columns.save(cast(Trace, out[i]), k)
+            try:  # kept to save time only: a disk that refuses them costs a parse later
+                columns.save(cast(Trace, out[i]), k)
+            except (OSError, TypeError, ValueError) as e:
+                (progress or Progress(None)).note(f"columns of {Path(files[i]).name} not kept: {e}")
     return [_named(t, n) for t, n in zip(out, given) if t is not None]
 
 

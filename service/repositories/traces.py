@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from ..models import Run, TraceFile
@@ -25,3 +26,19 @@ def add(session: Session, run_id: int, sha: str, name: str, size: int, fmt: str,
     session.add(row)
     session.flush()
     return row
+
+
+def open_set_shas(session: Session, shas: list[str]) -> set[str]:
+    """Of `shas`, those a trace set still being assembled holds: its run has a trace pending, or
+    fewer traces than its set size, and none failed (a failed rank ends the set)."""
+    if not shas:
+        return set()
+    t = TraceFile.__table__.c
+    flag = (lambda state: func.sum(case((t.state == state, 1), else_=0)))
+    open_runs = (select(t.run_id).group_by(t.run_id)
+                 .having(flag("failed") == 0)
+                 .having((flag("pending") > 0)
+                         | (func.count() < func.max(func.coalesce(t.set_size, 1)))))
+    rows = session.execute(select(t.sha256).where(t.sha256.in_(shas),
+                                                  t.run_id.in_(open_runs)).distinct())
+    return {r[0] for r in rows}

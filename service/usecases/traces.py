@@ -133,6 +133,12 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     the trace `pending` and its job, retried, does it again. A rank of a set keeps its loaded
     columns (tracestore.columns_dir) until the set's summary is recorded, so the set's analysis
     parses no rank twice."""
+    _analyze_pending(sessions, data_dir, trace_id, before)
+    sweep_columns(sessions, data_dir)  # after every job, those that return early too
+
+
+def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
+                     before: Callable[[], None]) -> None:
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is None or state_of(row) != "pending":
@@ -146,7 +152,6 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
         mark_failed(sessions, trace_id, e.message, data_dir)
         return
     whole: tuple[list[int], Any] | None = None  # (the set's trace ids, its summary)
-    shas: list[str] = []
     for attempt in range(3):
         with transaction(sessions) as session:
             row = repo.get(session, trace_id)
@@ -166,25 +171,36 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
                 if complete and run is not None:
                     run.trace_summary = _run_summary(
                         run, whole[1] if whole is not None and len(held) > 1 else summary)
-                shas = [t.sha256 for t in held] if complete else []
-                break
+                return
             files = _files(data_dir, held)
         whole = (ids, tracestore.analyze_set(files, keep_in))  # outside any transaction
-    tracestore.drop_columns(data_dir, shas)  # recorded: the set is not analyzed again
+
+
+def sweep_columns(sessions: SessionFactory, data_dir: Path) -> None:
+    """Remove the kept columns (tracestore.columns_dir) that no set being assembled still needs:
+    its summary recorded, a rank failed, the run deleted, a job that died after recording. Run
+    after each analysis job; a set whose last rank never arrives keeps its columns."""
+    kept = tracestore.kept_columns(data_dir)
+    if not kept:
+        return
+    with transaction(sessions) as session:
+        needed = repo.open_set_shas(session, list(kept))
+    for sha, files in kept.items():
+        if sha not in needed:
+            for f in files:
+                f.unlink(missing_ok=True)
 
 
 def mark_failed(sessions: SessionFactory, trace_id: int, error: str,
                 data_dir: Path | None = None) -> None:
     """Record the trace `failed`. Its set can no longer complete, so the columns its ranks
     kept for the set's analysis (given `data_dir`) are removed."""
-    shas: list[str] = []
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is not None and state_of(row) == "pending":
             row.state, row.error = "failed", error[:1000]
-            shas = [t.sha256 for t in runs_repo.traces_of(session, [row.run_id])]
     if data_dir is not None:
-        tracestore.drop_columns(data_dir, shas)
+        sweep_columns(sessions, data_dir)
 
 
 def attach_file(sessions: SessionFactory, data_dir: Path, run_id: int,

@@ -73,3 +73,21 @@ def test_a_set_whose_ranks_were_analyzed_is_not_parsed_again(tmp_path, monkeypat
     broken = sorted(kept.glob("*.npz"))[0]
     broken.write_bytes(broken.read_bytes()[:100])  # unreadable columns: the file is parsed
     assert analyze_files(files, check=SERVER_CHECK, keep_in=kept, jobs=1) == plain
+
+
+def test_columns_that_cannot_be_kept_cost_only_time(tmp_path):
+    """Keeping a rank's columns saves time only: where they cannot be written (here the folder
+    is a file), or an empty file stands in their place, the analysis is the same."""
+    blocked = tmp_path / "columns"
+    blocked.write_text("not a folder")
+    assert analyze_files(TP2[:1], check=SERVER_CHECK, keep_in=blocked) == \
+        analyze_files(TP2[:1], check=SERVER_CHECK)
+    from collectors.traces import columns
+    from collectors.traces.steps import keep_regex
+
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    # the key of a file loaded with some step filter; an empty file there reads as none
+    key = columns.key_path(folder, TP2[0], keep_regex(None, None, None))
+    key.write_bytes(b"")
+    assert columns.read(key) is None

@@ -94,22 +94,51 @@ def test_trace_that_fails_analysis_is_failed_with_the_reason(client):
     assert 'data-state="failed"' in page and "cut.json" in page
 
 
-def test_a_set_with_a_failed_rank_keeps_no_columns(client, settings):
+@pytest.mark.parametrize("bad_first", [False, True])
+def test_a_set_with_a_failed_rank_keeps_no_columns(client, settings, bad_first):
     """A rank that fails ends its set (it can never complete): the columns the good rank kept
-    for the set's analysis are removed with it."""
+    for the set's analysis are removed, whichever rank's job ends first."""
     from service import tracestore
 
     rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
     good = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))[0]
-    for name, body in ((good.name, good.read_bytes()), ("rank1.json", b'{"traceEvents": [')):
+    ranks = [(good.name, good.read_bytes()), ("rank1.json", b'{"traceEvents": [')]
+    for name, body in ranks[::-1] if bad_first else ranks:
         r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": name, "set_size": 2},
                         content=body)
         assert r.status_code == 202
     drain_jobs(client.app)
     run = client.get(f"/api/v1/runs/{rid}").json()
-    assert [t["state"] for t in run["traces"]] == ["done", "failed"]
+    assert sorted(t["state"] for t in run["traces"]) == ["done", "failed"]
     assert run["trace_summary"] is None
     assert not list(tracestore.columns_dir(settings.data_dir).glob("*.npz"))
+
+
+def test_the_sweep_keeps_only_what_a_set_being_assembled_needs(client, settings):
+    """After each analysis job: a set still waiting for a rank keeps its ranks' columns; columns
+    no trace row holds (a run deleted, a job that died after recording) go, and so do the temp
+    files of a save killed more than an hour ago."""
+    import os
+    import time
+
+    from service import tracestore
+    from service.usecases.traces import sweep_columns
+
+    rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
+    good = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))[0]
+    r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": good.name, "set_size": 2},
+                    content=good.read_bytes())
+    drain_jobs(client.app)
+    folder = tracestore.columns_dir(settings.data_dir)
+    waiting = [f.name for f in folder.glob("*.npz")]
+    assert [n.split(".")[0] for n in waiting] == [r.json()["sha256"]]  # rank 1 has not come
+    (folder / f"{'0' * 64}.abc.npz").write_bytes(b"x")  # a trace no row holds
+    old, young = folder / ".columns-old.npz", folder / ".columns-young.npz"
+    for f in (old, young):
+        f.write_bytes(b"x")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    sweep_columns(client.app.state.sessions, settings.data_dir)
+    assert sorted(f.name for f in folder.iterdir()) == sorted([young.name, *waiting])
 
 
 def test_trace_size_limit(settings):
