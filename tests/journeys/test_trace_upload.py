@@ -94,3 +94,55 @@ def test_an_uploaded_profile_that_cannot_show_the_timed_trials_says_so(settings)
         page = c.get(f"/runs/{rid}").text
         assert 'id="trace-warnings"' in page and "this profile ran eagerly" in page
     app.state.engine.dispose()
+
+
+def test_a_rank_set_arrives_rank_by_rank_and_is_summarized_as_one(settings):
+    """Journey (TP2 Kineto, real H200 ranks): rank 0 is uploaded and analyzed by `perfwarden
+    worker --drain` while rank 1 is still to come (the run has no set summary yet, rank 0's
+    columns are kept); rank 1 arrives and is drained; the run's summary is the set's, the one
+    `perfwarden analyze` gives on the two files, and nothing is left kept."""
+    from fastapi.testclient import TestClient
+
+    from service import tracestore
+    from service.main import create_app
+
+    ranks = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERFWARDEN_")}
+    env.update(PERFWARDEN_DATABASE_URL=settings.database_url,
+               PERFWARDEN_DATA_DIR=str(settings.data_dir))
+
+    def drain() -> None:
+        done = subprocess.run([sys.executable, "-m", "service.cli", "worker", "--drain"],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    local = subprocess.run([sys.executable, "-m", "service.cli", "analyze", "--json", "--quiet",
+                            "--guard-preset", "moe-routed", *map(str, ranks)], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert local.returncode == 0, local.stderr
+    expected = json.loads(local.stdout)
+    kept = tracestore.columns_dir(settings.data_dir)
+    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
+    with TestClient(app) as c:
+        rid = c.post("/api/v1/runs", json=_record() | {"trace_summary": None,
+                                                        "trace_files": []}).json()["id"]
+        for i, f in enumerate(ranks):
+            r = c.post(f"/api/v1/runs/{rid}/traces", params={"filename": f.name, "set_size": 2},
+                       content=f.read_bytes())
+            assert r.status_code == 202 and r.json()["state"] == "pending"
+            drain()
+            run = c.get(f"/api/v1/runs/{rid}").json()
+            assert [t["state"] for t in run["traces"]] == ["done"] * (i + 1)
+            if i == 0:
+                assert run["trace_summary"] is None  # the set is not complete
+                assert len(list(kept.glob("*.npz"))) == 1
+        got = run["trace_summary"]
+        assert [r["rank"] for r in got["ranks"]] == [0, 1]
+        for key in ("steps", "aux_gap_count", "aux_gap_median_us", "aux_gap_p95_us",
+                    "step_gpu_time_us_median", "ranks"):
+            assert got[key] == expected[key], key
+        assert got["steps"] > 0
+        page = c.get(f"/runs/{rid}").text
+        assert page.count('data-state="done"') == 2 and 'id="summary"' in page
+    app.state.engine.dispose()
+    assert not list(kept.glob("*"))
