@@ -14,6 +14,7 @@ import os
 import tempfile
 import zipfile
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +22,9 @@ import numpy as np
 from .model import Calls, Ops, Ranges, StreamWait, Trace
 
 VERSION = 1  # raised whenever model.Trace changes shape
-_OPS = ("start_ns", "end_ns", "device", "stream", "corr", "proc", "name_id", "kind")
-_CALLS = ("start_ns", "end_ns", "thread", "corr", "proc")
-_RANGES = ("start_ns", "end_ns", "thread", "proc")
+_OPS = tuple(f.name for f in fields(Ops))  # the model's own columns: a new one is kept too
+_CALLS = tuple(f.name for f in fields(Calls))
+_RANGES = tuple(f.name for f in fields(Ranges) if f.name != "names")
 
 
 def key_path(folder: Path, path: Path, keep: str | None) -> Path:
@@ -75,10 +76,10 @@ def read(src: Path) -> Trace | None:
 
 
 def _trace(cols: dict[str, np.ndarray], meta: dict) -> Trace:
-    r_start, r_end, r_thread, r_proc = (cols[f"ranges_{f}"] for f in _RANGES)
-    ranges = Ranges(r_start, r_end, r_thread, r_proc, names=list(meta["range_names"]))
-    return Trace(ops=Ops(*(cols[f"ops_{f}"] for f in _OPS)),
-                 calls=Calls(*(cols[f"calls_{f}"] for f in _CALLS)), ranges=ranges,
+    ranges = Ranges(**{f: cols[f"ranges_{f}"] for f in _RANGES},
+                    names=list(meta["range_names"]))
+    return Trace(ops=Ops(**{f: cols[f"ops_{f}"] for f in _OPS}),
+                 calls=Calls(**{f: cols[f"calls_{f}"] for f in _CALLS}), ranges=ranges,
                  names=list(meta["names"]),
                  device_labels={int(k): v for k, v in meta["device_labels"]},
                  source=meta["source"], producer=meta["producer"],
