@@ -188,16 +188,26 @@ AUX_KEYS = ("aux_gap_count", "aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p9
             "aux_main_overlap_us_per_step")
 
 
-def _lane_figures(trace: Trace, proj: Projection, roles: Roles, step_sel: np.ndarray,
-                  opts: Options) -> dict:
-    """The aux_ keys over the steps in step_sel (a boolean mask over steps)."""
+@dataclass
+class _Lanes:
+    """The merged aux and main intervals of every (step, device) group, computed once per
+    analysis: the figures of any set of steps (all, or one rank's) select their groups from
+    these (merging, gaps and intersections are per group, so a subset's are the same)."""
+
+    ndev: int
+    aux_group: np.ndarray  # per merged aux interval: step * ndev + device
+    aux_busy: np.ndarray  # its length
+    gap_group: np.ndarray  # per gap between merged aux intervals of one group
+    gap: np.ndarray
+    inter_group: np.ndarray  # per group with aux and main work: their overlap
+    inter: np.ndarray
+    step_span: np.ndarray  # per step: first op start to last op end (0 where none)
+
+
+def _lanes(trace: Trace, proj: Projection, roles: Roles) -> _Lanes:
     ops = trace.ops
-    nsteps = int(step_sel.sum())
-    out: dict = {k: None for k in AUX_KEYS}
-    if nsteps == 0 or not any(roles.aux.values()):
-        return out
     ins = proj.op_step >= 0
-    ins[ins] = step_sel[proj.op_step[ins]]
+    ndev = int(ops.device.max()) + 1 if len(ops) else 1
     is_aux = np.zeros(len(ops), dtype=bool)
     is_main = np.zeros(len(ops), dtype=bool)
     for d, ss in roles.aux.items():
@@ -208,31 +218,46 @@ def _lane_figures(trace: Trace, proj: Projection, roles: Roles, step_sel: np.nda
             is_main |= on_d & (ops.stream == roles.main[d])
     is_aux &= ins
     is_main &= ins
-    ndev = int(ops.device.max()) + 1 if len(ops) else 1
     group = proj.op_step * ndev + ops.device
     ga, sa, ea = iv.merge(group[is_aux], ops.start_ns[is_aux], ops.end_ns[is_aux])
-    _, gap = iv.gaps(ga, sa, ea)
+    gg, gap = iv.gaps(ga, sa, ea)
+    gm, sm, em = iv.merge(group[is_main], ops.start_ns[is_main], ops.end_ns[is_main])
+    gi, inter = iv.intersection_length(ga, sa, ea, gm, sm, em)
+    nst = proj.step_start_ns.shape[0]
+    span = np.zeros(nst, dtype=np.int64)
+    if ins.any():
+        st = proj.op_step[ins]
+        first = np.full(nst, np.iinfo(np.int64).max)
+        last = np.full(nst, np.iinfo(np.int64).min)
+        np.minimum.at(first, st, ops.start_ns[ins])
+        np.maximum.at(last, st, ops.end_ns[ins])
+        has = np.zeros(nst, dtype=bool)
+        has[st] = True
+        span[has] = (last - first)[has]
+    return _Lanes(ndev, ga, ea - sa, gg, gap, gi, inter, span)
+
+
+def _lane_figures(lanes: _Lanes, roles: Roles, step_sel: np.ndarray, opts: Options) -> dict:
+    """The aux_ keys over the steps in step_sel (a boolean mask over steps)."""
+    nsteps = int(step_sel.sum())
+    out: dict = {k: None for k in AUX_KEYS}
+    if nsteps == 0 or not any(roles.aux.values()):
+        return out
+    gap = lanes.gap[step_sel[lanes.gap_group // lanes.ndev]]
     out.update(_gap_stats(gap, opts.min_gap_us))
     out["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
-    out["aux_busy_per_step_us"] = float((ea - sa).sum()) / nsteps / NS_PER_US
-    gm, sm, em = iv.merge(group[is_main], ops.start_ns[is_main], ops.end_ns[is_main])
-    _, inter = iv.intersection_length(ga, sa, ea, gm, sm, em)
+    busy = lanes.aux_busy[step_sel[lanes.aux_group // lanes.ndev]]
+    out["aux_busy_per_step_us"] = float(busy.sum()) / nsteps / NS_PER_US
+    inter = lanes.inter[step_sel[lanes.inter_group // lanes.ndev]]
     out["aux_main_overlap_us_per_step"] = float(inter.sum()) / nsteps / NS_PER_US
     return out
 
 
-def _step_times(trace: Trace, proj: Projection, step_sel: np.ndarray) -> dict:
+def _step_times(lanes: _Lanes, proj: Projection, step_sel: np.ndarray) -> dict:
     keys = ("step_gpu_time_us_mean", "step_gpu_time_us_median", "step_gpu_time_us_p95")
-    ins = proj.op_step >= 0
-    if not ins.any() or not step_sel.any():
+    if not (proj.op_step >= 0).any() or not step_sel.any():
         return {k: None for k in keys}
-    nst = proj.step_start_ns.shape[0]
-    st = proj.op_step[ins]
-    first = np.full(nst, np.iinfo(np.int64).max)
-    last = np.full(nst, np.iinfo(np.int64).min)
-    np.minimum.at(first, st, trace.ops.start_ns[ins])
-    np.maximum.at(last, st, trace.ops.end_ns[ins])
-    span = np.sort((last - first)[step_sel]) / NS_PER_US
+    span = np.sort(lanes.step_span[step_sel]) / NS_PER_US
     return {keys[0]: float(span.mean()), keys[1]: iv.median(span), keys[2]: iv.p95(span)}
 
 
@@ -342,8 +367,9 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
                  "step_regex": regex, "step_source": opts.step_source,
                  "min_gap_us": opts.min_gap_us, "steps": nsteps, "prefill_steps": prefill,
                  "graph_replay_ops": int(graph_replays(trace)[proj.op_step >= 0].sum())}
-    out.update(_lane_figures(trace, proj, roles, all_steps, opts))
-    out.update(_step_times(trace, proj, all_steps))
+    lanes = _lanes(trace, proj, roles)
+    out.update(_lane_figures(lanes, roles, all_steps, opts))
+    out.update(_step_times(lanes, proj, all_steps))
     out["main_streams"] = [{"device": d, "stream": s} for d, s in sorted(roles.main.items())]
     out["aux_streams"] = [{"device": d, "stream": s} for d in sorted(roles.aux)
                           for s in sorted(roles.aux[d])]
@@ -353,8 +379,8 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
         for p in procs.tolist():
             sel = proj.step_proc == p
             row = {"rank": len(ranks), "process": int(p), "steps": int(sel.sum())}
-            row.update(_lane_figures(trace, proj, roles, sel, opts))
-            row.update(_step_times(trace, proj, sel))
+            row.update(_lane_figures(lanes, roles, sel, opts))
+            row.update(_step_times(lanes, proj, sel))
             ranks.append(row)
     out["ranks"] = ranks
     out["streams"] = _streams(trace, proj, roles, opts)
