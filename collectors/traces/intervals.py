@@ -93,19 +93,27 @@ def group_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _dense_rank(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each value's rank among the distinct values (0, 1, ...), and how many there are. Values
-    spanning a range not much larger than their count are ranked through a table over the
-    range (no sort); others through numpy's sorting unique."""
+    """Each value's rank among the distinct values (0, 1, ...), and how many there are."""
+    uniq, inv = unique_inverse(values)
+    return inv, int(uniq.shape[0])
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` for an integer array. Values spanning a range not
+    much larger than their count (ids, devices, streams) go through a table over the range, with
+    no sort; others through numpy's sorting unique."""
     n = values.shape[0]
+    if n == 0:
+        return values[:0].copy(), np.zeros(0, dtype=np.int64)
     lo, hi = int(values.min()), int(values.max())
     if hi - lo < max(4 * n, 1 << 16):
         off = values - lo
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[off] = True
         table = np.cumsum(present, dtype=np.int64) - 1
-        return table[off], int(table[-1]) + 1
+        return (np.flatnonzero(present) + lo).astype(values.dtype, copy=False), table[off]
     u, inv = np.unique(values, return_inverse=True)
-    return inv.ravel().astype(np.int64, copy=False), int(u.shape[0])
+    return u, inv.ravel().astype(np.int64, copy=False)
 
 
 def covered_before(ms: np.ndarray, me: np.ndarray, t: np.ndarray) -> np.ndarray:

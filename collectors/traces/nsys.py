@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .intervals import unique_inverse
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
@@ -45,12 +46,17 @@ class _Db:
             self.tables = {r[0] for r in rows}
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
-        self._cols: dict[str, set[str]] = {}
+        self._cols: dict[str, dict[str, bool]] = {}
         self.workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
     def cols(self, table: str) -> set[str]:
+        return set(self._info(table))
+
+    def _info(self, table: str) -> dict[str, bool]:
+        """Column name -> declared NOT NULL (SQLite enforces it: no NULL to stand in for)."""
         if table not in self._cols:
-            self._cols[table] = {r[1] for r in self.con.execute(f'PRAGMA table_info("{table}")')}
+            self._cols[table] = {r[1]: bool(r[3]) for r in
+                                 self.con.execute(f'PRAGMA table_info("{table}")')}
         return self._cols[table]
 
     def count(self, table: str) -> int:
@@ -77,19 +83,23 @@ class _Db:
                                 'LIMIT 1').fetchone()
         if kind and kind[0] == "real":
             return f'COALESCE(CAST(ROUND("{col}") AS INTEGER), {null})'
+        if self._info(table)[col]:
+            return f'"{col}"'  # NOT NULL: the COALESCE would cost a third of the column's read
         return f'COALESCE("{col}", {null})'
 
     def fetch(self, table: str, exprs: list[str], where: str, progress: Progress | None = None,
               label: str = "") -> np.ndarray:
-        """Integer columns of the rows matching `where`, in rowid order, as an (n, k) int64 array.
+        """Integer columns of the rows matching `where`, in rowid order, as a (k, n) int64 array
+        (one row per expression).
 
-        One pass over the table: SQLite prints each chunk of rows into one text of decimal numbers
-        (no Python object per value) and numpy parses it. Chunks are rowid ranges read on their
+        One pass over the table: SQLite prints each column of a chunk of rows into one text of
+        decimal numbers (no Python object per value; one group_concat per column, not a printf
+        per row, which took twice the time) and numpy parses it. Every expression is non-NULL
+        (num() gives NULL a stand-in), so group_concat, which skips NULLs, keeps the columns'
+        rows aligned, and each column's count is checked. Chunks are rowid ranges read on their
         own connections in a few threads (sqlite3 releases the GIL while a statement runs)."""
-        # %s, not %d: printf's %d reads a text value ('n/a') as 0; %s keeps it, and _parse
-        # rejects it
-        row = f"printf('{','.join(['%s'] * len(exprs))}', {', '.join(exprs)})"
-        sql = f'SELECT count(*), group_concat({row}, \',\') FROM "{table}" WHERE ({where})'
+        cats = ", ".join(f"group_concat({e}, ',')" for e in exprs)
+        sql = f'SELECT count(*), {cats} FROM "{table}" WHERE ({where})'
         ids = self.rowids(table)
         spans: list[tuple[int, int] | None] = [None] if ids is None else [
             (lo, lo + CHUNK) for lo in range(ids[0], ids[1], CHUNK)]
@@ -98,20 +108,23 @@ class _Db:
             con = sqlite3.connect(self.uri, uri=True)
             try:
                 q, args = (sql, ()) if span is None else (sql + " AND rowid > ? AND rowid <= ?", span)
-                n, text = con.execute(q, args).fetchone()
+                n, *texts = con.execute(q, args).fetchone()
             finally:
                 con.close()
-            return _parse(text, int(n), len(exprs), f"{self.path}: table {table}")
+            out = np.empty((len(exprs), int(n)), dtype=np.int64)
+            for j, text in enumerate(texts):
+                out[j] = _parse(text, int(n), f"{self.path}: table {table}")
+            return out
 
         parts = []
         with ThreadPoolExecutor(self.workers) as pool:
             for part in pool.map(one, spans):
                 parts.append(part)
                 if progress:
-                    progress.advance(part.shape[0], label)
+                    progress.advance(part.shape[1], label)
         if not parts:
-            return np.zeros((0, len(exprs)), dtype=np.int64)
-        return np.concatenate(parts)
+            return np.zeros((len(exprs), 0), dtype=np.int64)
+        return np.concatenate(parts, axis=1)
 
     def strings(self, ids: np.ndarray) -> dict[int, str]:
         if "StringIds" not in self.tables or ids.size == 0:
@@ -125,23 +138,22 @@ class _Db:
         return out
 
 
-def _parse(text: str | None, rows: int, ncols: int, where: str) -> np.ndarray:
-    """`rows` rows of `ncols` comma-separated integers; a value that is not one is a TraceError."""
+def _parse(text: str | None, rows: int, where: str) -> np.ndarray:
+    """`rows` comma-separated integers; a value that is not one is a TraceError."""
     if not rows:
-        return np.zeros((0, ncols), dtype=np.int64)
+        return np.zeros(0, dtype=np.int64)
+    # a text value (printed as it is) or an empty one fails the parse or the count
+    if text is None or ",," in text or text.startswith(",") or text.endswith(","):
+        raise TraceError(f"{where} holds a value that is not an integer where one is needed")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (and stops) where a value is not an integer
         try:
-            flat = np.fromstring(text or "", dtype=np.int64, sep=",")
+            flat = np.fromstring(text, dtype=np.int64, sep=",")
         except (DeprecationWarning, ValueError):
             flat = np.zeros(0, dtype=np.int64)
-    if flat.size != rows * ncols:
+    if flat.size != rows:
         raise TraceError(f"{where} holds a value that is not an integer where one is needed")
-    return flat.reshape(rows, ncols)
-
-
-def _int(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return flat
 
 
 def _pid_of(global_id: np.ndarray) -> np.ndarray:
@@ -214,26 +226,27 @@ def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
         exprs = [db.num(table, c) for c in ("start", "end", "deviceId", "streamId", "correlationId",
                                              "globalPid", name)]
         a = db.fetch(table, exprs, 'start IS NOT NULL AND "end" IS NOT NULL', prog, "ops")
-        if not a.shape[0]:
+        if not a.shape[1]:
             continue
-        name_col = _int(a[:, 6])
+        name_col = a[6]
         if kind == OP_KERNEL:
             lookup = db.strings(name_col)
-            uniq, inv = np.unique(name_col, return_inverse=True)
+            uniq, inv = unique_inverse(name_col)
             local = [lookup.get(int(u), f"kernel#{int(u)}") for u in uniq]
         else:
-            uniq, inv = np.unique(name_col, return_inverse=True)
+            uniq, inv = unique_inverse(name_col)
             base = "memcpy" if kind == OP_MEMCPY else "memset"
             kinds = _copy_kinds(db) if kind == OP_MEMCPY else {}
             local = [f"{base} {kinds.get(int(u), '')}".strip() if u >= 0 else base for u in uniq]
         offset = len(names)
         names.extend(local)
-        parts.append(Ops(_int(a[:, 0]), _int(a[:, 1]), _int(a[:, 2]), _int(a[:, 3]), _int(a[:, 4]),
-                         _pid_of(_int(a[:, 5])), (inv + offset).astype(np.int32),
-                         np.full(a.shape[0], kind, dtype=np.int8)))
+        parts.append(Ops(a[0], a[1], a[2], a[3], a[4], _pid_of(a[5]),
+                         (inv + offset).astype(np.int32), np.full(a.shape[1], kind, dtype=np.int8)))
     if not parts:
         z = np.zeros(0, dtype=np.int64)
         return Ops(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, np.int8)), names
+    if len(parts) == 1:
+        return parts[0], names
     fields = ("start_ns", "end_ns", "device", "stream", "corr", "proc", "name_id", "kind")
     return Ops(*(np.concatenate([getattr(p, f) for p in parts]) for f in fields)), names
 
@@ -256,9 +269,8 @@ def _load_calls(db: _Db, prog: Progress) -> Calls:
         exprs = [db.num(table, c) for c in ("start", "end", "globalTid", "correlationId")]
         a = db.fetch(table, exprs, "correlationId IS NOT NULL AND start IS NOT NULL", prog, "calls")
         parts.append(a)
-    a = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
-    tid = _int(a[:, 2])
-    return Calls(_int(a[:, 0]), _int(a[:, 1]), tid, _int(a[:, 3]), _pid_of(tid))
+    a = np.concatenate(parts, axis=1) if parts else np.zeros((4, 0), dtype=np.int64)
+    return Calls(a[0], a[1], a[2], a[3], _pid_of(a[2]))
 
 
 def _load_ranges(db: _Db) -> Ranges:
@@ -277,19 +289,18 @@ def _load_ranges(db: _Db) -> Ranges:
              db.num(table, "textId"),
              "text IS NOT NULL" if has_text else "0"]
     a = db.fetch(table, exprs, where)
-    if not a.shape[0]:
+    if not a.shape[1]:
         return Ranges(z, z, z, z, [])
-    text_id = a[:, 3]
-    lookup = db.strings(text_id[a[:, 4] == 0])
+    text_id = a[3]
+    lookup = db.strings(text_id[a[4] == 0])
     by_id = [lookup.get(int(i), "") for i in text_id.tolist()]
-    if has_text and a[:, 4].any():
+    if has_text and a[4].any():
         texts = iter(r[0] for r in db.con.execute(
             f'SELECT text FROM "{table}" WHERE ({where}) AND text IS NOT NULL ORDER BY rowid'))
-        names = [next(texts) if flag else name for flag, name in zip(a[:, 4].tolist(), by_id)]
+        names = [next(texts) if flag else name for flag, name in zip(a[4].tolist(), by_id)]
     else:
         names = by_id
-    tid = _int(a[:, 2])
-    return Ranges(_int(a[:, 0]), _int(a[:, 1]), tid, _pid_of(tid), names)
+    return Ranges(a[0], a[1], a[2], _pid_of(a[2]), names)
 
 
 def _load_waits(db: _Db) -> tuple[list[StreamWait], bool]:

@@ -116,3 +116,30 @@ def test_text_where_an_integer_is_needed_is_an_error_not_zero(tmp_path):
     con.close()
     with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_KERNEL.*not an integer"):
         load_nsys_sqlite(db)
+
+
+def test_null_values_keep_every_column_on_its_row(tmp_path):
+    """Columns are read one text each and SQLite's group_concat skips NULLs: a kernel whose
+    correlation id or process is NULL must still line up, with -1 in that field, not shift the
+    rest of its column onto the wrong kernels."""
+    import sqlite3
+
+    db = tmp_path / "nulls.sqlite"
+    shutil.copy(DATA / "nsys_two_streams.sqlite", db)
+    con = sqlite3.connect(db)
+    ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid")]
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL WHERE rowid = ?",
+                (ids[1],))
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL WHERE rowid = ?", (ids[2],))
+    con.commit()
+    want = con.execute("SELECT start, \"end\", streamId, COALESCE(correlationId, -1), "
+                       "globalPid IS NULL FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY rowid").fetchall()
+    con.close()
+    ops = load_nsys_sqlite(db).ops
+    n = len(want)
+    assert ops.start_ns[:n].tolist() == [w[0] for w in want]
+    assert ops.end_ns[:n].tolist() == [w[1] for w in want]
+    assert ops.stream[:n].tolist() == [w[2] for w in want]
+    assert ops.corr[:n].tolist() == [w[3] for w in want]
+    assert ops.corr[1] == -1 and ops.proc[2] == (-1 >> 24) & 0xFFFFFF
+    assert ops.proc[3] != ops.proc[2]
