@@ -8,7 +8,8 @@ Builds, from real H200 captures,
     calls and NVTX ranges repeated the same way);
 then times `perfwarden analyze --json` on each and HTA's
 `TraceAnalysis(...).get_idle_time_breakdown()` on the Kineto one, each in its own process, and
-prints wall time and peak memory (the PSS of the process and its children, sampled).
+prints wall time (best of --repeat runs, unobserved) and peak memory (the PSS of the process and
+its children, sampled in one more run).
 
     python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
@@ -230,40 +231,49 @@ def build_rank_set(single: Path, ranks: int) -> Path:
 
 
 def measure(cmd: list[str], env=None, repeat: int = 1, cwd: Path | None = None
-            ) -> tuple[float, float, int]:
-    """Best wall time, its peak memory and exit code over `repeat` runs of a child process (this VM
-    has noisy neighbours: the best of a few runs is the least disturbed one)."""
-    runs = [_measure_once(cmd, env, cwd) for _ in range(repeat)]
-    return min(runs)
+             ) -> tuple[float, float, int]:
+    """Best wall time over `repeat` runs of a child process, the peak memory of one more run, and
+    the exit code (nonzero if any run failed). This VM has noisy neighbours: the best of a few
+    runs is the least disturbed one. Memory is sampled in a run of its own: reading the
+    smaps_rollup of a process tree holding a few hundred MB takes about 14 ms, so sampling every
+    50 ms took a fifth of a core from the timed tool on this 2-core VM (5.33 s against 4.93 s
+    unsampled for the 8-rank set, 2026-12-02)."""
+    runs = [_measure_once(cmd, env, cwd, sample=False) for _ in range(repeat)]
+    _, peak, code = _measure_once(cmd, env, cwd, sample=True)
+    wall = min(r[0] for r in runs)
+    return wall, peak, next((r[2] for r in runs if r[2] != 0), code)
 
 
-def _measure_once(cmd: list[str], env=None, cwd: Path | None = None) -> tuple[float, float, int]:
-    """Wall time, peak memory and exit code of one run. Peak memory is the largest sum of the
-    proportional set sizes of the process and all its descendants, sampled every 50 ms (pieces
-    and rank files load in child processes; a page they share counts once)."""
+def _measure_once(cmd: list[str], env=None, cwd: Path | None = None, sample: bool = True
+                  ) -> tuple[float, float, int]:
+    """Wall time, peak memory (0 unless `sample`) and exit code of one run. Peak memory is the
+    largest sum of the proportional set sizes of the process and all its descendants, sampled
+    every 50 ms (pieces and rank files load in child processes; a page they share counts once)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                             cwd=cwd)
     peak = [0.0]
     stop = threading.Event()
 
-    def sample() -> None:
+    def sampler_loop() -> None:
         while not stop.is_set():
             peak[0] = max(peak[0], tree_rss_mb(proc.pid))
             stop.wait(0.05)
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = threading.Thread(target=sampler_loop, daemon=True)
+    if sample:
+        sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     stop.set()
-    sampler.join()
+    if sample:
+        sampler.join()
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         print(f"  ! {' '.join(cmd[:4])}... exited {code}: {err.strip().splitlines()[-1:]}",
               file=sys.stderr)
-    return wall, peak[0] or usage.ru_maxrss / 1024, code
+    return wall, (peak[0] or usage.ru_maxrss / 1024) if sample else 0.0, code
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -417,14 +427,14 @@ def main() -> int:
             size = sum(f.stat().st_size for f in path.parent.glob("*.json")) / 1e6 \
                 if label == rank_label else path.stat().st_size / 1e6
             rows.append(("HTA 0.5.0 idle_time_breakdown", label, size, wall, rss, code))
-    print(f"\nbest of {args.repeat} runs each")
+    print(f"\nwall: best of {args.repeat} runs each; memory: one more run, sampled")
     print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak PSS MB':>12} {'ok':>4}")
     for tool, label, mb, wall, rss, code in rows:
         ok = "yes" if code == 0 else "NO"
         print(f"{tool:<32} {label:<16} {mb:>8.0f} {wall:>8.2f} {rss:>12.0f} {ok:>4}")
     by = {(t if "@" in t else t.split()[0], lab): (w, r) for t, lab, _, w, r, c in rows if c == 0}
     print("(peak memory: the largest sum of the proportional set sizes of the process and its "
-          "children, sampled every 50 ms)")
+          "children, sampled every 50 ms in a run of its own, not timed)")
     for label in ("kineto json", "kineto json.gz", rank_label):
         if ("perfwarden", label) in by and ("HTA", label) in by:
             (pw_w, pw_r), (h_w, h_r) = by[("perfwarden", label)], by[("HTA", label)]
