@@ -91,3 +91,26 @@ def test_columns_that_cannot_be_kept_cost_only_time(tmp_path):
     key = columns.key_path(folder, TP2[0], keep_regex(None, None, None))
     key.write_bytes(b"")
     assert columns.read(key) is None
+
+
+RANK_KEYS = ("steps", "aux_gap_count", "aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us",
+             "aux_bubble_count", "aux_idle_per_step_us", "aux_busy_per_step_us",
+             "aux_main_overlap_us_per_step", "step_gpu_time_us_mean", "step_gpu_time_us_median",
+             "step_gpu_time_us_p95")
+
+
+@pytest.mark.parametrize("files", [TP2, [NSYS / "overlap-eager.sqlite", NSYS / "late-graphs.sqlite"]],
+                         ids=["kineto-tp2", "nsys-eager-and-graphs"])
+def test_each_rank_row_of_a_set_is_what_its_file_gives_alone(files):
+    """A set's rank rows (one per process) select their steps' groups from lanes merged once for
+    the whole set: each holds the figures its own file gives alone (the file's process rows
+    where it holds several processes, as each nsys file here does), and the set's figures are
+    those of all the steps together."""
+    whole = analyze_files(files)
+    alone = [analyze_files([p]) for p in files]
+    want = [{k: r[k] for k in RANK_KEYS} for one in alone for r in (one["ranks"] or [one])]
+    got = [{k: r[k] for k in RANK_KEYS} for r in whole["ranks"]]
+    assert got == want
+    assert whole["steps"] == sum(one["steps"] for one in alone)
+    assert whole["aux_gap_count"] == sum(one["aux_gap_count"] for one in alone)
+    assert whole["aux_gap_count"] > 0 and len({r["aux_gap_mean_us"] for r in want}) == len(want)
