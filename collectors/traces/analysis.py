@@ -195,7 +195,7 @@ class _Lanes:
     these (merging, gaps and intersections are per group, so a subset's are the same)."""
 
     ndev: int
-    aux_group: np.ndarray  # per merged aux interval: step * ndev + device
+    aux_group: np.ndarray  # per merged aux interval: _step_device_groups' key
     aux_busy: np.ndarray  # its length
     gap_group: np.ndarray  # per gap between merged aux intervals of one group
     gap: np.ndarray
@@ -204,10 +204,21 @@ class _Lanes:
     step_span: np.ndarray  # per step: first op start to last op end (0 where none)
 
 
+def _step_device_groups(trace: Trace, proj: Projection) -> tuple[np.ndarray, int, int]:
+    """Per op, the key of its (step, device) group: step * ndev + (device - the smallest
+    device), so that key // ndev is the step and key % ndev + that device the device, whatever
+    the devices' numbers (a trace without device numbers has -1 throughout); with the devices'
+    ndev and smallest number. Keys order as (step, device) does."""
+    dev = trace.ops.device
+    dmin = int(dev.min()) if len(dev) else 0
+    ndev = int(dev.max()) - dmin + 1 if len(dev) else 1
+    return proj.op_step * ndev + (dev - dmin), ndev, dmin
+
+
 def _lanes(trace: Trace, proj: Projection, roles: Roles) -> _Lanes:
     ops = trace.ops
     ins = proj.op_step >= 0
-    ndev = int(ops.device.max()) + 1 if len(ops) else 1
+    group, ndev, _ = _step_device_groups(trace, proj)
     is_aux = np.zeros(len(ops), dtype=bool)
     is_main = np.zeros(len(ops), dtype=bool)
     for d, ss in roles.aux.items():
@@ -218,7 +229,6 @@ def _lanes(trace: Trace, proj: Projection, roles: Roles) -> _Lanes:
             is_main |= on_d & (ops.stream == roles.main[d])
     is_aux &= ins
     is_main &= ins
-    group = proj.op_step * ndev + ops.device
     ga, sa, ea = iv.merge(group[is_aux], ops.start_ns[is_aux], ops.end_ns[is_aux])
     gg, gap = iv.gaps(ga, sa, ea)
     gm, sm, em = iv.merge(group[is_main], ops.start_ns[is_main], ops.end_ns[is_main])
@@ -266,17 +276,17 @@ def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> lis
     ins = proj.op_step >= 0
     nsteps = proj.step_start_ns.shape[0]
     out = []
-    ndev = int(ops.device.max()) + 1 if len(ops) else 1
+    group, ndev, dmin = _step_device_groups(trace, proj)
     # GPU time of each step on each device: first op start to last op end
     span_total: dict[int, float] = {}
     if ins.any():
-        g = proj.op_step[ins] * ndev + ops.device[ins]
+        g = group[ins]
         u, inv = np.unique(g, return_inverse=True)
         first = np.full(u.size, np.iinfo(np.int64).max)
         last = np.full(u.size, np.iinfo(np.int64).min)
         np.minimum.at(first, inv, ops.start_ns[ins])
         np.maximum.at(last, inv, ops.end_ns[ins])
-        for d, span in zip((u % ndev).tolist(), (last - first).tolist()):
+        for d, span in zip((u % ndev + dmin).tolist(), (last - first).tolist()):
             span_total[d] = span_total.get(d, 0) + span
     for d in sorted(set(roles.main) | set(roles.aux)):
         streams = sorted(({roles.main[d]} if d in roles.main else set()) | roles.aux.get(d, set()))

@@ -99,15 +99,16 @@ def _dense_rank(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(values, return_inverse=True)` for an integer array. Values spanning a range not
-    much larger than their count (ids, devices, streams) go through a table over the range, with
-    no sort; others through numpy's sorting unique."""
+    """`np.unique(values, return_inverse=True)` for an integer array of any integer dtype (the
+    inverse as int64). Values spanning a range not much larger than their count (ids, devices,
+    streams) go through a table over the range, with no sort; others through numpy's sorting
+    unique."""
     n = values.shape[0]
     if n == 0:
         return values[:0].copy(), np.zeros(0, dtype=np.int64)
     lo, hi = int(values.min()), int(values.max())
-    if hi - lo < max(4 * n, 1 << 16):
-        off = values - lo
+    if hi - lo < max(4 * n, 1 << 16) and np.iinfo(np.int64).min <= lo <= hi <= np.iinfo(np.int64).max:
+        off = values.astype(np.int64, copy=False) - lo  # in int64: a narrow dtype would wrap
         present = np.zeros(hi - lo + 1, dtype=bool)
         present[off] = True
         table = np.cumsum(present, dtype=np.int64) - 1

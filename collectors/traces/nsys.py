@@ -151,8 +151,9 @@ def _parse(text: str | None, rows: int, where: str) -> np.ndarray:
             flat = np.fromstring(text, dtype=np.int64, sep=",")
         except (DeprecationWarning, ValueError):
             flat = np.zeros(0, dtype=np.int64)
-    if flat.size != rows:
-        raise TraceError(f"{where} holds a value that is not an integer where one is needed")
+    if flat.size != rows:  # NULL where the schema says NOT NULL: only a corrupt file has one
+        raise TraceError(f"{where} holds a value that is not an integer (or a NULL) where one "
+                         "is needed")
     return flat
 
 

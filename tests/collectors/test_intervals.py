@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,4 +124,53 @@ def test_group_rows_of_many_wide_columns_is_numpys_unique_rows(rows):
     want_rows, want_inv = np.unique(a, axis=0, return_inverse=True)
     got_rows, got_inv = iv.group_rows(*(a[:, k] for k in range(a.shape[1])))
     assert np.array_equal(got_rows, want_rows)
+    assert np.array_equal(got_inv, want_inv.ravel())
+
+
+@pytest.mark.parametrize("devices", [(0, -1), (-1, -1), (5, 3)])
+def test_rank_rows_whatever_the_device_numbers(devices):
+    """Two processes of one step each, on the given device numbers (-1: a trace that names no
+    device): each process's row holds what it gives alone. Steps and devices group as
+    (step, device) keys that decode back to their step for any device numbers."""
+    from collectors.traces.analysis import Options, analyze
+    from collectors.traces.model import Calls, Ops, Ranges, Trace
+
+    def trace(procs: list[tuple[int, int]]) -> Trace:
+        rows, calls = [], []
+        for p, d in procs:
+            for k in range(5):  # times in ns: aux gaps of about 70 us
+                for stream, off, dur in ((7, 0, 90_000), (8, 10_000 * p, 20_000 + 3_000 * p)):
+                    corr, t0 = len(rows), 100_000 * k + off
+                    rows.append((t0, t0 + dur, d, stream, corr, p))
+                    calls.append((t0 - 5_000, t0 - 4_000, 10 * p, corr, p))
+        o, c = np.array(rows, dtype=np.int64), np.array(calls, dtype=np.int64)
+        n = len(rows)
+        return Trace(ops=Ops(*(o[:, i] for i in range(6)), np.zeros(n, np.int32),
+                             np.zeros(n, np.int8)),
+                     calls=Calls(*(c[:, i] for i in range(5))),
+                     ranges=Ranges(np.full(len(procs), -100_000), np.full(len(procs), 1_000_000),
+                                   np.array([10 * p for p, _ in procs]),
+                                   np.array([p for p, _ in procs]), ["decode_step"] * len(procs)),
+                     names=["k"], device_labels={d: f"GPU {d}" for _, d in procs})
+
+    procs = list(zip((1, 2), devices))
+    whole = analyze(trace(procs), Options(step_regex="decode_step"))
+    keys = ("aux_gap_count", "aux_gap_mean_us", "aux_idle_per_step_us", "aux_busy_per_step_us",
+            "aux_main_overlap_us_per_step", "step_gpu_time_us_mean")
+    for row, p in zip(whole["ranks"], procs):
+        alone = analyze(trace([p]), Options(step_regex="decode_step"))
+        assert {k: row[k] for k in keys} == {k: alone[k] for k in keys}
+        assert alone["aux_gap_count"] == 4
+    assert whole["aux_gap_count"] == 8
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint64"]),
+       st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=40))
+def test_unique_inverse_is_numpys_unique_in_any_integer_dtype(dtype, raw):
+    info = np.iinfo(dtype)
+    a = np.array([info.min + v % (int(info.max) - int(info.min) + 1) for v in raw], dtype=dtype)
+    want_u, want_inv = np.unique(a, return_inverse=True)
+    got_u, got_inv = iv.unique_inverse(a)
+    assert got_u.dtype == a.dtype and np.array_equal(got_u, want_u)
     assert np.array_equal(got_inv, want_inv.ravel())
