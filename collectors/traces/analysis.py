@@ -8,10 +8,10 @@ from typing import cast
 import numpy as np
 
 from . import intervals as iv
+from . import lanes as ln
+from .lanes import NS_PER_US
 from .model import OP_KIND_NAMES, Trace
 from .summary import TraceSummary
-
-NS_PER_US = 1000.0
 
 
 @dataclass
@@ -171,112 +171,12 @@ def _streams_in_steps(trace: Trace, proj: Projection, device: int) -> list[int]:
     return sorted(set(trace.ops.stream[ins].tolist()))
 
 
-def _gap_stats(gaps_ns: np.ndarray, min_gap_us: float) -> dict:
-    thr = min_gap_us * NS_PER_US
-    idle = np.sort(gaps_ns[gaps_ns >= thr]) / NS_PER_US
-    return {
-        "aux_gap_count": int(idle.size),
-        "aux_gap_mean_us": float(idle.mean()) if idle.size else None,
-        "aux_gap_median_us": iv.median(idle),
-        "aux_gap_p95_us": iv.p95(idle),
-        "aux_bubble_count": int((gaps_ns < thr).sum()),
-    }
-
-
-AUX_KEYS = ("aux_gap_count", "aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us",
-            "aux_bubble_count", "aux_idle_per_step_us", "aux_busy_per_step_us",
-            "aux_main_overlap_us_per_step")
-
-
-@dataclass
-class _Lanes:
-    """The merged aux and main intervals of every (step, device) group, computed once per
-    analysis: the figures of any set of steps (all, or one rank's) select their groups from
-    these (merging, gaps and intersections are per group, so a subset's are the same)."""
-
-    ndev: int
-    aux_group: np.ndarray  # per merged aux interval: _step_device_groups' key
-    aux_busy: np.ndarray  # its length
-    gap_group: np.ndarray  # per gap between merged aux intervals of one group
-    gap: np.ndarray
-    inter_group: np.ndarray  # per group with aux and main work: their overlap
-    inter: np.ndarray
-    step_span: np.ndarray  # per step: first op start to last op end (0 where none)
-
-
-def _step_device_groups(trace: Trace, proj: Projection) -> tuple[np.ndarray, int, int]:
-    """Per op, the key of its (step, device) group: step * ndev + (device - the smallest
-    device), so that key // ndev is the step and key % ndev + that device the device, whatever
-    the devices' numbers (a trace without device numbers has -1 throughout); with the devices'
-    ndev and smallest number. Keys order as (step, device) does."""
-    dev = trace.ops.device
-    dmin = int(dev.min()) if len(dev) else 0
-    ndev = int(dev.max()) - dmin + 1 if len(dev) else 1
-    return proj.op_step * ndev + (dev - dmin), ndev, dmin
-
-
-def _lanes(trace: Trace, proj: Projection, roles: Roles) -> _Lanes:
-    ops = trace.ops
-    ins = proj.op_step >= 0
-    group, ndev, _ = _step_device_groups(trace, proj)
-    is_aux = np.zeros(len(ops), dtype=bool)
-    is_main = np.zeros(len(ops), dtype=bool)
-    for d, ss in roles.aux.items():
-        on_d = ops.device == d
-        if ss:
-            is_aux |= on_d & np.isin(ops.stream, list(ss))
-        if d in roles.main:
-            is_main |= on_d & (ops.stream == roles.main[d])
-    is_aux &= ins
-    is_main &= ins
-    ga, sa, ea = iv.merge(group[is_aux], ops.start_ns[is_aux], ops.end_ns[is_aux])
-    gg, gap = iv.gaps(ga, sa, ea)
-    gm, sm, em = iv.merge(group[is_main], ops.start_ns[is_main], ops.end_ns[is_main])
-    gi, inter = iv.intersection_length(ga, sa, ea, gm, sm, em)
-    nst = proj.step_start_ns.shape[0]
-    span = np.zeros(nst, dtype=np.int64)
-    if ins.any():
-        st = proj.op_step[ins]
-        first = np.full(nst, np.iinfo(np.int64).max)
-        last = np.full(nst, np.iinfo(np.int64).min)
-        np.minimum.at(first, st, ops.start_ns[ins])
-        np.maximum.at(last, st, ops.end_ns[ins])
-        has = np.zeros(nst, dtype=bool)
-        has[st] = True
-        span[has] = (last - first)[has]
-    return _Lanes(ndev, ga, ea - sa, gg, gap, gi, inter, span)
-
-
-def _lane_figures(lanes: _Lanes, roles: Roles, step_sel: np.ndarray, opts: Options) -> dict:
-    """The aux_ keys over the steps in step_sel (a boolean mask over steps)."""
-    nsteps = int(step_sel.sum())
-    out: dict = {k: None for k in AUX_KEYS}
-    if nsteps == 0 or not any(roles.aux.values()):
-        return out
-    gap = lanes.gap[step_sel[lanes.gap_group // lanes.ndev]]
-    out.update(_gap_stats(gap, opts.min_gap_us))
-    out["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
-    busy = lanes.aux_busy[step_sel[lanes.aux_group // lanes.ndev]]
-    out["aux_busy_per_step_us"] = float(busy.sum()) / nsteps / NS_PER_US
-    inter = lanes.inter[step_sel[lanes.inter_group // lanes.ndev]]
-    out["aux_main_overlap_us_per_step"] = float(inter.sum()) / nsteps / NS_PER_US
-    return out
-
-
-def _step_times(lanes: _Lanes, proj: Projection, step_sel: np.ndarray) -> dict:
-    keys = ("step_gpu_time_us_mean", "step_gpu_time_us_median", "step_gpu_time_us_p95")
-    if not (proj.op_step >= 0).any() or not step_sel.any():
-        return {k: None for k in keys}
-    span = np.sort(lanes.step_span[step_sel]) / NS_PER_US
-    return {keys[0]: float(span.mean()), keys[1]: iv.median(span), keys[2]: iv.p95(span)}
-
-
 def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> list[dict]:
     ops = trace.ops
     ins = proj.op_step >= 0
     nsteps = proj.step_start_ns.shape[0]
     out = []
-    group, ndev, dmin = _step_device_groups(trace, proj)
+    group, ndev, dmin = ln.step_device_groups(trace, proj)
     # GPU time of each step on each device: first op start to last op end
     span_total: dict[int, float] = {}
     if ins.any():
@@ -301,7 +201,7 @@ def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> lis
                    "busy_share": busy / span_total[d] if span_total.get(d) else None}
             if role == "aux":
                 _, gap = iv.gaps(gs, ss_, es)
-                row.update(_gap_stats(gap, opts.min_gap_us))
+                row.update(ln.gap_stats(gap, opts.min_gap_us))
                 row["aux_idle_per_step_us"] = float(gap.sum()) / nsteps / NS_PER_US
             out.append(row)
     return out
@@ -377,9 +277,9 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
                  "step_regex": regex, "step_source": opts.step_source,
                  "min_gap_us": opts.min_gap_us, "steps": nsteps, "prefill_steps": prefill,
                  "graph_replay_ops": int(graph_replays(trace)[proj.op_step >= 0].sum())}
-    lanes = _lanes(trace, proj, roles)
-    out.update(_lane_figures(lanes, roles, all_steps, opts))
-    out.update(_step_times(lanes, proj, all_steps))
+    lanes = ln.lanes(trace, proj, roles)
+    out.update(ln.lane_figures(lanes, roles, all_steps, opts.min_gap_us))
+    out.update(ln.step_times(lanes, proj, all_steps))
     out["main_streams"] = [{"device": d, "stream": s} for d, s in sorted(roles.main.items())]
     out["aux_streams"] = [{"device": d, "stream": s} for d in sorted(roles.aux)
                           for s in sorted(roles.aux[d])]
@@ -389,8 +289,8 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
         for p in procs.tolist():
             sel = proj.step_proc == p
             row = {"rank": len(ranks), "process": int(p), "steps": int(sel.sum())}
-            row.update(_lane_figures(lanes, roles, sel, opts))
-            row.update(_step_times(lanes, proj, sel))
+            row.update(ln.lane_figures(lanes, roles, sel, opts.min_gap_us))
+            row.update(ln.step_times(lanes, proj, sel))
             ranks.append(row)
     out["ranks"] = ranks
     out["streams"] = _streams(trace, proj, roles, opts)
