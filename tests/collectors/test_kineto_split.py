@@ -167,15 +167,19 @@ def _kernels(n: int, t0: float = 0.0) -> list[dict]:
     return out
 
 
+@pytest.mark.parametrize("second", [1, 60, 200])
+@pytest.mark.parametrize("parts", [1, 2, 3])
 def test_a_second_events_key_is_read_as_the_one_call_decode_reads_it(tmp_path, monkeypatch,
-                                                                       pieces):
-    # JSON objects keep the last of two equal keys: the one-call decode reads the second array
+                                                                       pieces, second, parts):
+    # JSON objects keep the last of two equal keys: the one-call decode reads the second array.
+    # Only the last piece is searched for the key; a longer second array puts the first one's
+    # end inside an earlier piece, which then fails to decode
     first = json.dumps({"traceEvents": _kernels(60)})[:-1]
-    text = first + ', "traceEvents": ' + json.dumps(_kernels(1, 5000.0)) + "}"
+    text = first + ', "traceEvents": ' + json.dumps(_kernels(second, 5000.0)) + "}"
     path = _write(tmp_path, text)
     seen = _split_ran(monkeypatch)
-    got = load_kineto(path, parts=2)
-    assert seen == [None] and len(got.ops) == 1
+    got = load_kineto(path, parts=parts)
+    assert seen == [None] and len(got.ops) == second
 
 
 def test_a_key_that_only_ends_in_the_events_name_is_not_the_events(tmp_path, monkeypatch, pieces):
