@@ -75,9 +75,9 @@ def project(trace: Trace, regex: str | None) -> Projection:
     steps = step_ranges(trace, regex)
     if n and len(calls):
         # join op -> launch call on (process, correlation id)
-        procs = np.unique(np.concatenate([ops.proc, calls.proc]))
-        ckey = (np.searchsorted(procs, calls.proc) << 40) | (calls.corr & ((1 << 40) - 1))
-        okey = (np.searchsorted(procs, ops.proc) << 40) | (ops.corr & ((1 << 40) - 1))
+        _, proc_rank = iv.unique_inverse(np.concatenate([ops.proc, calls.proc]))
+        ckey = (proc_rank[n:] << 40) | (calls.corr & ((1 << 40) - 1))
+        okey = (proc_rank[:n] << 40) | (ops.corr & ((1 << 40) - 1))
         order = np.argsort(ckey, kind="stable")
         sk = ckey[order]
         pos = np.clip(np.searchsorted(sk, okey), 0, len(sk) - 1)
@@ -99,7 +99,7 @@ def project(trace: Trace, regex: str | None) -> Projection:
                 ok &= c_e[sel] <= r.end_ns[st][kk]
                 op_step[sel[ok]] = st[kk[ok]]
     # renumber to the ranges that kept ops, in time order
-    used = np.unique(op_step[op_step >= 0])
+    used = iv.unique_inverse(op_step[op_step >= 0])[0]
     used = used[np.lexsort((r.start_ns[used], r.proc[used]))] if used.size else used
     remap = np.full(len(r) + 1, -1, dtype=np.int64)
     remap[used] = np.arange(used.size)

@@ -58,6 +58,57 @@ def intersection_length(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
     if ga.shape[0] == 0 or gb.shape[0] == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z
+    got = _intersection_by_search(ga, sa, ea, gb, sb, eb)
+    return got if got is not None else _intersection_by_sweep(ga, sa, ea, gb, sb, eb)
+
+
+def _firsts(g: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of a sorted array begins."""
+    return np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+
+
+def _intersection_by_search(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
+                            gb: np.ndarray, sb: np.ndarray, eb: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """intersection_length by binary search in B: each A interval [s, e) overlaps B by B's
+    coverage of its group up to e less that up to s. B's (group, start) pairs become one sorted
+    int64 key (the group's rank, then the start less the group's first start); None where that
+    key would not fit, or where B is not sorted by group then start (merge's output is)."""
+    fb = _firsts(gb)
+    ub = gb[fb]
+    groups = np.union1d(ga[_firsts(ga)], ub)
+    base = sb[fb]
+    rank_b = np.repeat(np.arange(fb.shape[0]), np.diff(np.append(fb, gb.shape[0])))
+    rel_b = sb - base[rank_b]
+    width = int(max(int((eb - base[rank_b]).max()), 0)) + 2
+    if ub.shape[0] * width >= 1 << 62 or (rel_b < 0).any() or (np.diff(ub) <= 0).any():
+        return None
+    key_b = rank_b * width + rel_b
+    if (np.diff(key_b) < 0).any():
+        return None
+    cum = np.concatenate([[0], np.cumsum(eb - sb)])
+    at = np.searchsorted(ub, ga)  # A's group among B's groups
+    known = at < ub.shape[0]
+    known[known] = ub[at[known]] == ga[known]
+    r = np.where(known, at, 0)
+    lo = fb[r]
+
+    def covered(t: np.ndarray) -> np.ndarray:  # B's coverage of each A interval's group up to t
+        q = r * width + np.clip(t - base[r], -1, width - 1)
+        j = np.searchsorted(key_b, q, side="right")
+        last = np.maximum(j - 1, 0)
+        c = cum[j] - cum[lo] - np.maximum(eb[last] - t, 0)
+        return np.where(known & (j > lo), c, 0)
+
+    seg = covered(ea) - covered(sa)
+    inv = np.searchsorted(groups, ga)
+    return groups, np.bincount(inv, weights=seg, minlength=groups.shape[0]).astype(np.int64)
+
+
+def _intersection_by_sweep(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
+                           gb: np.ndarray, sb: np.ndarray, eb: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """intersection_length by a sweep over both sets' ends, sorted by group and time."""
     g = np.concatenate([ga, ga, gb, gb])
     t = np.concatenate([sa, ea, sb, eb])
     na, nb = ga.shape[0], gb.shape[0]

@@ -31,21 +31,43 @@ def test_merge_and_gaps_match_loops(rows):
             want[k + 1][0] - want[k][1] for k in range(len(want) - 1))
 
 
-@settings(max_examples=200, deadline=None)
-@given(ivs, ivs)
-def test_intersection_matches_loops(a_rows, b_rows):
+wide = st.lists(st.tuples(st.integers(0, 3), st.integers(-10**12, 10**12), st.integers(0, 10**9)),
+                max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.tuples(ivs, ivs), st.tuples(wide, wide)))
+def test_intersection_matches_loops(ab):
+    """Both ways of computing it (the binary search, taken wherever its key fits, and the
+    sweep) give the plain loop's lengths, over the same groups: every group of A or B."""
     def merged(rows):
         g = np.array([r[0] for r in rows], dtype=np.int64)
         s = np.array([r[1] for r in rows], dtype=np.int64)
         return iv.merge(g, s, s + np.array([r[2] for r in rows], dtype=np.int64))
 
-    A, B = merged(a_rows), merged(b_rows)
+    A, B = merged(ab[0]), merged(ab[1])
+    if not len(A[0]) or not len(B[0]):
+        return
+    searched = iv._intersection_by_search(*A, *B)
+    assert searched is not None
+    for groups, length in (searched, iv._intersection_by_sweep(*A, *B),
+                           iv.intersection_length(*A, *B)):
+        assert groups.tolist() == sorted(set(A[0].tolist()) | set(B[0].tolist()))
+        got = dict(zip(groups.tolist(), length.tolist()))
+        for grp in range(4):
+            la = [(s, e) for g, s, e in zip(*A) if g == grp]
+            lb = [(s, e) for g, s, e in zip(*B) if g == grp]
+            assert got.get(grp, 0) == inter(la, lb)
+
+
+def test_intersection_whose_key_would_not_fit_is_swept():
+    starts = np.array([0, 1 << 61, 0], dtype=np.int64)  # a group spanning 2**61 ns, and another
+    g = np.array([0, 0, 1])
+    A = (g, starts, starts + 10)
+    B = (g, starts + 5, starts + 20)
+    assert iv._intersection_by_search(*A, *B) is None
     groups, length = iv.intersection_length(*A, *B)
-    got = dict(zip(groups.tolist(), length.tolist()))
-    for grp in range(4):
-        la = [(s, e) for g, s, e in zip(*A) if g == grp]
-        lb = [(s, e) for g, s, e in zip(*B) if g == grp]
-        assert got.get(grp, 0) == inter(la, lb)
+    assert groups.tolist() == [0, 1] and length.tolist() == [10, 5]
 
 
 def test_touching_intervals_merge():
