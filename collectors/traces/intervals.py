@@ -73,7 +73,11 @@ def _intersection_by_search(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
     """intersection_length by binary search in B: each A interval [s, e) overlaps B by B's
     coverage of its group up to e less that up to s. B's (group, start) pairs become one sorted
     int64 key (the group's rank, then the start less the group's first start); None where that
-    key would not fit, or where B is not sorted by group then start (merge's output is)."""
+    key would not fit (or the times span 2**62 ns, so their differences could wrap), or where B
+    is not sorted by group then start (merge's output is). A and B must be merged."""
+    lo_t = min(int(sa.min()), int(sb.min()))
+    if max(int(ea.max()), int(eb.max())) - lo_t >= 1 << 62:  # differences of times could wrap
+        return None
     fb = _firsts(gb)
     ub = gb[fb]
     groups = np.union1d(ga[_firsts(ga)], ub)

@@ -36,16 +36,19 @@ from .kineto_scan import Columns
 
 SPLIT_MIN_BYTES = 48 << 20  # smaller documents decode in one call (faster; their events are few)
 PIECE_BYTES = 8 << 20  # decoded at a time
-_GAP = re.compile(rb"\}\s*,\s*\{")  # between two objects of an array
-_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_WS = rb"[ \t\r\n]*"  # JSON's whitespace (a regex's \s also takes \f and \v, which JSON does not)
+_GAP = re.compile(rb"\}" + _WS + rb"," + _WS + rb"\{")  # between two objects of an array
+_ARRAY = re.compile(rb'"traceEvents"' + _WS + rb":" + _WS + rb"\[")
 _HEAD_LAST = b'{"traceEvents":['
 # A second `"traceEvents"` key after the array wins in the one-call decode (JSON objects keep the
 # last of two equal keys). Only the last piece is searched for the key's text (searching every
 # piece took 0.10-0.13 s of a 255 MB document's 0.75 s here): the piece that holds the first
 # array's `]` and whatever follows it is either the last one, or a middle or first one that then
 # carries text after its own closing bracket and fails to decode, which refuses the pieces. The
-# key's text inside a middle piece lies in a string (a name, an argument): harmless.
+# key's text inside a middle piece lies in a string (a name, an argument): harmless. The key's
+# letters may also be written as \u escapes, so a last piece holding any \u escape is refused too.
 _KEY = b'"traceEvents"'
+_ESCAPE = b"\\u"
 _PAGE = mmap.PAGESIZE
 
 
@@ -228,8 +231,8 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None,
     freed = spans[j0][0] // _PAGE * _PAGE
     for j in range(j0, j1):
         lo, hi = spans[j]
-        if j == m - 1 and src.find(_KEY, lo, hi) >= 0:  # the note above _KEY
-            return f"piece {j} holds the key's text"
+        if j == m - 1 and (src.find(_KEY, lo, hi) >= 0 or src.find(_ESCAPE, lo, hi) >= 0):
+            return f"piece {j} may hold a second events key"  # the note above _KEY
         view, saved = piece_view(src, lo, hi, j, m)
         try:
             why = _piece(cols, view, j, m)

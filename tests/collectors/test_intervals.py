@@ -60,6 +60,17 @@ def test_intersection_matches_loops(ab):
             assert got.get(grp, 0) == inter(la, lb)
 
 
+@pytest.mark.parametrize("A,B,want", [
+    (([0], [0], [(1 << 62) + 5]), ([0, 0], [-(1 << 62), (1 << 62) - 100],
+                                   [-(1 << 62) + 10, (1 << 62) + 10]), 105),
+    (([0], [-(1 << 62)], [(1 << 62) + 5]), ([0], [-(1 << 62)], [-(1 << 62) + 10]), 10),
+])
+def test_intersection_of_times_whose_differences_would_wrap_is_swept(A, B, want):
+    A, B = (tuple(np.array(c, dtype=np.int64) for c in x) for x in (A, B))
+    assert iv._intersection_by_search(*A, *B) is None
+    assert iv.intersection_length(*A, *B)[1].tolist() == [want]
+
+
 def test_intersection_whose_key_would_not_fit_is_swept():
     starts = np.array([0, 1 << 61, 0], dtype=np.int64)  # a group spanning 2**61 ns, and another
     g = np.array([0, 0, 1])

@@ -167,19 +167,36 @@ def _kernels(n: int, t0: float = 0.0) -> list[dict]:
     return out
 
 
+@pytest.mark.parametrize("key", ["traceEvents", "trace\\u0045vents", "\\u0074raceEvents"])
 @pytest.mark.parametrize("second", [1, 60, 200])
 @pytest.mark.parametrize("parts", [1, 2, 3])
 def test_a_second_events_key_is_read_as_the_one_call_decode_reads_it(tmp_path, monkeypatch,
-                                                                       pieces, second, parts):
-    # JSON objects keep the last of two equal keys: the one-call decode reads the second array.
-    # Only the last piece is searched for the key; a longer second array puts the first one's
-    # end inside an earlier piece, which then fails to decode
+                                                                       pieces, second, parts, key):
+    # JSON objects keep the last of two equal keys: the one-call decode reads the second array,
+    # its key's letters written plainly or as \u escapes. Only the last piece is searched for
+    # the key (or an escape); a longer second array puts the first one's end inside an earlier
+    # piece, which then fails to decode
     first = json.dumps({"traceEvents": _kernels(60)})[:-1]
-    text = first + ', "traceEvents": ' + json.dumps(_kernels(second, 5000.0)) + "}"
+    text = first + f', "{key}": ' + json.dumps(_kernels(second, 5000.0)) + "}"
     path = _write(tmp_path, text)
     seen = _split_ran(monkeypatch)
     got = load_kineto(path, parts=parts)
     assert seen == [None] and len(got.ops) == second
+
+
+def test_a_cut_whose_separator_is_no_json_whitespace_is_not_a_cut(tmp_path, monkeypatch, pieces):
+    # a regex's \s takes form feeds, JSON does not: a form feed where a piece would be cut
+    # leaves the document malformed, whole or in pieces
+    doc = bytearray(json.dumps({"traceEvents": _kernels(60)}).encode())
+    spans = split.bounds(doc, max(2, -(-len(doc) // split.PIECE_BYTES)))
+    assert spans is not None and len(spans) > 2
+    for _, hi in spans[:-1]:
+        assert doc[hi:hi + 2] == b", "
+        doc[hi + 1] = 0x0C
+    path = tmp_path / "trace.json"
+    path.write_bytes(bytes(doc))
+    with pytest.raises(TraceError, match="malformed JSON"):
+        load_kineto(path, parts=1)
 
 
 def test_a_key_that_only_ends_in_the_events_name_is_not_the_events(tmp_path, monkeypatch, pieces):
