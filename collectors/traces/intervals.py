@@ -84,11 +84,11 @@ def _intersection_by_search(ga: np.ndarray, sa: np.ndarray, ea: np.ndarray,
     base = sb[fb]
     rank_b = np.repeat(np.arange(fb.shape[0]), np.diff(np.append(fb, gb.shape[0])))
     rel_b = sb - base[rank_b]
-    width = int(max(int((eb - base[rank_b]).max()), 0)) + 2
-    if ub.shape[0] * width >= 1 << 62 or (rel_b < 0).any() or (np.diff(ub) <= 0).any():
+    width = max(int((eb - base[rank_b]).max()), 0) + 2
+    if ub.shape[0] * width >= 1 << 62 or (np.diff(ub) <= 0).any():
         return None
     key_b = rank_b * width + rel_b
-    if (np.diff(key_b) < 0).any():
+    if (np.diff(key_b) < 0).any():  # a start before its group's first one, or out of order
         return None
     cum = np.concatenate([[0], np.cumsum(eb - sb)])
     at = np.searchsorted(ub, ga)  # A's group among B's groups
