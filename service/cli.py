@@ -21,12 +21,19 @@ from .cli_judge import add_comment, add_judging
 from .cli_server import add_server
 
 
-def main(argv: list[str] | None = None) -> int:
+def full_parser() -> argparse.ArgumentParser:
+    """Every `perfwarden` command: the collectors' and the service's (the CLI reference in the
+    docs is generated from this parser)."""
     parser, sub = build_parser(judging=JUDGING)
     add_server(sub)
     add_judging(sub)
     add_bisect(sub)
     add_comment(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = full_parser()
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["gate"] and "--bisect" in args_in:
         return _bisect_exit(parser, args_in)

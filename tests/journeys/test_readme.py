@@ -1,0 +1,54 @@
+"""The README is the front door: its two commands come first, it stays short, and its tour runs
+as written (a newcomer's server, three baseline runs, a profiled candidate, the gate, the comment,
+the analysis) with the outcome the text promises."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _block_after(heading: str) -> str:
+    section = README.split(heading, 1)[1]
+    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+
+
+def test_two_commands_come_first_and_the_readme_stays_short():
+    first = _block_after("## Two commands for a fresh machine")
+    commands = [ln.split("#")[0].strip() for ln in first.splitlines() if ln.strip()]
+    assert commands == ["bash scripts/up.sh", "bash scripts/test.sh"]
+    assert README.index("## Two commands") < README.index("## A five-minute tour")
+    assert len(README.splitlines()) < 260
+    for link in re.findall(r"\]\(([^)#]+)\)", README):
+        if not link.startswith("http"):
+            assert (ROOT / link).exists(), link
+
+
+def test_the_tour_runs_as_written(tmp_path):
+    script = _block_after("## A five-minute tour on a CPU")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for key in [k for k in env if k.startswith("PERFWARDEN_")]:
+        del env[key]
+    proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=900)
+    finally:
+        try:  # the tour's server runs in the script's process group
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    assert "Traceback" not in out and "error:" not in out, out[-3000:]
+    assert "created baseline 'v17' of tour: runs [1, 2, 3]" in out
+    assert re.search(r"verdict: (PASS|REGRESSION|IMPROVEMENT|INCONCLUSIVE)", out)
+    assert re.search(r"gate exit [013]\n", out)
+    assert "perfwarden" in out and "`tour` vs baseline `v17`" in out  # the comment's heading
+    assert "trace: trace_M1_rank0.json.gz (kineto)" in out
+    assert (tmp_path / "tour.db").exists() and (tmp_path / "pr" / "run.json").exists()
