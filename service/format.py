@@ -150,7 +150,7 @@ def md(value: Any, code: bool = False, block: bool = False) -> str:
     """`value` as Markdown text that shows it literally and cannot change the structure around
     it: one line, its Markdown and HTML characters as entities, `@` kept from mentioning anyone
     (a zero-width space after it). `code`: as inline code; a plain value keeps its backticks,
-    one holding a backtick, `|`, `<` or `&` becomes `<code>` with those as entities. `block`:
+    one holding a backtick, `|`, `<` or `&` becomes `<code>`, escaped as text is. `block`:
     a fenced code block of its lines, the fence longer than any backtick run in them (so no
     line can close it)."""
     if block:
@@ -161,7 +161,7 @@ def md(value: Any, code: bool = False, block: bool = False) -> str:
     if code:
         if _MD_CODE_UNSAFE.isdisjoint(text):
             return f"`{text}`"  # in a code span nothing else is read as Markdown or a mention
-        return f"<code>{text.translate(_MD_ENTITY)}</code>"
+        return f"<code>{text.translate(_MD_ENTITY).replace('@', '@' + chr(0x200B))}</code>"
     return text.translate(_MD_ENTITY).replace("@", "@\u200b")
 
 
