@@ -16,12 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from .. import tracestore
 from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid
-from ..models import Run
 from ..repositories import runs as runs_repo
 from ..repositories import traces as traces_repo
 from ..schemas import RunIn, StagedTraceRef
@@ -119,7 +116,7 @@ def _attach(session: Session, ids: list[int], files: list[list[tuple[str, str, i
         if not run_files:
             continue
         # the run's row locked (PostgreSQL): two retries of one batch attach each file once
-        session.scalars(select(Run.id).where(Run.id == rid).with_for_update()).first()
+        traces_repo.lock_run(session, rid)
         held = {t.sha256 for t in runs_repo.traces_of(session, [rid])}
         for sha, name, size, fmt in run_files:
             if sha in held:
