@@ -80,3 +80,5 @@ model_config  # unused variable (service/schemas/__init__.py:583)
 se_pct  # unused variable (service/stats/assess.py:61)
 _.webhook_attempts  # unused attribute (service/usecases/deliveries.py:85)
 change_point  # unused variable (service/usecases/overview.py): read by dashboards/templates/index.html
+post_trace  # unused function (collectors/record.py): a trace to a stored run, for scripts
+_._one_trace_list_per_run  # unused method (service/schemas/runs.py): a pydantic validator

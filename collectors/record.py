@@ -4,6 +4,7 @@ Standard library only: this runs on GPU nodes whose images hold little beyond Py
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
@@ -158,9 +159,25 @@ def check_trace(path: Path) -> None:
         raise ValueError(f"trace file {name}: not a SQLite database")
 
 
-def resolve_trace_files(record: dict, base: Path) -> list[Path]:
-    """The record's trace set as paths: relative names are relative to the record file."""
-    return [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
+# `ingest --allow-outside-traces`: a record file may name trace files outside its folder
+OUTSIDE_TRACES: contextvars.ContextVar[bool] = contextvars.ContextVar("outside_traces",
+                                                                      default=False)
+
+
+def resolve_trace_files(record: dict, base: Path, outside: bool | None = None) -> list[Path]:
+    """The record's trace set as paths: relative names are relative to the record file's
+    folder `base`. A name that leads outside that folder (an absolute path elsewhere, `..`, a
+    link out) is refused with ValueError unless `outside` (default: OUTSIDE_TRACES) allows it:
+    a record file must not make the collector upload any local file."""
+    allow = OUTSIDE_TRACES.get() if outside is None else outside
+    paths = [p if p.is_absolute() else base / p for p in map(Path, record.get("trace_files") or [])]
+    if not allow:
+        root = base.resolve()
+        for p in paths:
+            if not p.resolve().is_relative_to(root):
+                raise ValueError(f"trace file {p} is outside the record's folder {root} "
+                                 "(give --allow-outside-traces to upload it)")
+    return paths
 
 
 def _send(server: str, req: urllib.request.Request, refused: str, token: str | None,
@@ -188,9 +205,13 @@ def _json_request(server: str, path: str, body: object, method: str = "POST"
 
 
 def post_records(server: str, records: list[dict], token: str | None = None,
-                 timeout: float = 300) -> list[int]:
-    """POST all records as one batch (all or nothing); returns their ids in order."""
-    req = _json_request(server, "/api/v1/runs/batch", {"runs": records})
+                 timeout: float = 300, traces: list[list[dict]] | None = None) -> list[int]:
+    """POST all records as one batch (all or nothing); returns their ids in order. `traces`:
+    per record, the staged trace files ({filename, sha256}) stored with it in one transaction."""
+    body: dict = {"runs": records}
+    if traces is not None:
+        body["traces"] = traces
+    req = _json_request(server, "/api/v1/runs/batch", body)
     return [int(i) for i in json.loads(_send(server, req, "the runs", token, timeout))["ids"]]
 
 
@@ -199,13 +220,6 @@ def post_json(server: str, path: str, body: dict, token: str | None = None,
     """POST a JSON body to the server (the gate, ...); its JSON answer."""
     return json.loads(_send(server, _json_request(server, path, body), f"POST {path}", token,
                             timeout))
-
-
-def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
-    """DELETE a run (with its samples and traces), whatever baseline holds it."""
-    req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",
-                                 method="DELETE")
-    _send(server, req, f"to remove run {run_id}", token, timeout, missing_ok=True)
 
 
 class _ProgressReader:
@@ -225,6 +239,19 @@ class _ProgressReader:
             print(f"uploading {self.label}: {self.sent / 1e6:,.0f}/{self.size / 1e6:,.0f} MB",
                   file=sys.stderr, flush=True)
         return chunk
+
+
+def stage_trace(server: str, path: Path, token: str | None = None, timeout: float = 600) -> dict:
+    """Stream a trace file to the service before its run is posted (the file is not read into
+    memory); the answer names it by `sha256` for the batch that stores the run with it."""
+    size = path.stat().st_size
+    url = f"{server.rstrip('/')}/api/v1/traces/stage?filename={urllib.parse.quote(path.name)}"
+    with open(path, "rb") as raw:
+        f = _ProgressReader(raw, size, path.name)
+        req = urllib.request.Request(url, data=f, method="POST",
+                                     headers={"Content-Type": "application/octet-stream",
+                                              "Content-Length": str(size)})
+        return json.loads(_send(server, req, "the trace", token, timeout))
 
 
 def post_trace(server: str, run_id: int, path: Path, token: str | None = None,

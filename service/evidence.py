@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .format import num, pct
+from .format import md, num, pct
 from .schemas import GateOut, MetricVerdict
 
 ARROW = "→"
@@ -17,27 +17,28 @@ ARROW = "→"
 class Evidence:
     aux_gap: str | None = None
     step_gpu_time: str | None = None
-    kernels: list[str] = field(default_factory=list)
+    kernels: list[tuple[str, float]] = field(default_factory=list)  # (name, change us/step)
     source: str | None = None  # "runs 3 → 9 (attached traces)"
 
-    def parts(self) -> list[str]:
+    def parts(self, markdown: bool = False) -> list[str]:
         out = []
         if self.aux_gap:
             out.append(f"aux idle gap {self.aux_gap}")
         if self.step_gpu_time:
             out.append(f"step GPU time {self.step_gpu_time}")
         if self.kernels:
-            out.append("top changed kernels: " + ", ".join(self.kernels))
+            out.append("top changed kernels: " + ", ".join(
+                f"{md(name, code=True) if markdown else name} {delta:+.1f} us/step"
+                for name, delta in self.kernels))
         return out
 
     def __bool__(self) -> bool:
         return bool(self.parts())
 
     def text(self, code: str = "`") -> str:
-        """One line; kernel names quoted with `code` (backticks in Markdown, nothing in HTML)."""
-        line = "; ".join(self.parts())
-        if code != "`":
-            line = line.replace("`", code)
+        """One line; kernel names as Markdown inline code where `code` is a backtick (escaped:
+        a name is data), else plain (HTML escapes them itself)."""
+        line = "; ".join(self.parts(markdown=code == "`"))
         return line + (f" ({self.source})" if self.source and line else "")
 
 
@@ -90,7 +91,7 @@ def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
     g = gaps.get("step_gpu_time_us_mean")
     if g:
         ev.step_gpu_time = _change(g["base"], g["candidate"], "us", g["delta_pct"])
-    ev.kernels = [f"`{short_kernel(k['name'])}` {k['delta_per_step_us']:+.1f} us/step"
+    ev.kernels = [(short_kernel(k["name"]), k["delta_per_step_us"])
                   for k in td.get("kernels", [])[:kernels] if k["delta_per_step_us"]]
     ev.source = f"traces of run {td.get('base_run_id')} {ARROW} run {td.get('candidate_run_id')}"
     return ev

@@ -8,6 +8,7 @@ rounded to 12 significant digits, so binary float noise (`999.9686800000001`) ne
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -133,3 +134,38 @@ def trace_rank(filename: str) -> str:
     """`, rank 3` for a rank file of a trace set (`trace_M1_rank3.json.gz`), else empty."""
     r = rank_of(filename)
     return f", rank {r}" if r is not None else ""
+
+
+# Markdown (PR comment, check summary, job summary, GitHub issue): what data may hold that
+# would change the document's structure. Line breaks end a table row or start a heading;
+# `|` splits a table cell; a backtick ends a code span; `<` opens HTML (`<!--` hides the rest);
+# `[` opens a link; `*`, `_`, `~`, `$` start emphasis, strikethrough or math; `#` a heading;
+# `\` and `&` escape or decode what follows; `@name` notifies a GitHub user.
+_LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\v\f\x85\u2028\u2029"})
+_MD_ENTITY = str.maketrans({c: f"&#{ord(c)};" for c in "\\`*_[]<>|#~$&"})
+_MD_CODE_UNSAFE = frozenset("`|<&")
+
+
+def md(value: Any, code: bool = False, block: bool = False) -> str:
+    """`value` as Markdown text that shows it literally and cannot change the structure around
+    it: one line, its Markdown and HTML characters as entities, `@` kept from mentioning anyone
+    (a zero-width space after it). `code`: as inline code; a plain value keeps its backticks,
+    one holding a backtick, `|`, `<` or `&` becomes `<code>`, escaped as text is. `block`:
+    a fenced code block of its lines, the fence longer than any backtick run in them (so no
+    line can close it)."""
+    if block:
+        text = "\n".join(str(value).splitlines())
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", text)), default=0))
+        return f"{fence}\n{text}\n{fence}"
+    text = str(value).translate(_LINE_BREAKS)
+    if code:
+        if _MD_CODE_UNSAFE.isdisjoint(text):
+            return f"`{text}`"  # in a code span nothing else is read as Markdown or a mention
+        return f"<code>{text.translate(_MD_ENTITY).replace('@', '@' + chr(0x200B))}</code>"
+    return text.translate(_MD_ENTITY).replace("@", "@\u200b")
+
+
+def md_comment(name: Any) -> str:
+    """A name inside a hidden HTML comment (a marker): `--`, `<`, `>`, `%` and line breaks
+    percent-encoded, so it cannot end the comment; a name without them stays as it is."""
+    return re.sub(r"-(?=-)|[<>%\r\n]", lambda m: f"%{ord(m.group()):02X}", str(name))

@@ -1,5 +1,6 @@
-"""Where run records go: `--out` (a JSON list, traces copied beside it), `--server` (one batch,
-then each run's trace set; spec/api.md v1.2 item 11), else standard output."""
+"""Where run records go: `--out` (a JSON list, traces copied beside it), `--server` (the runs'
+trace sets staged, then one batch; spec/api.md, "Runs and traces commit together"), else
+standard output."""
 from __future__ import annotations
 
 import json
@@ -47,31 +48,35 @@ def _tag_and_check(records: list[dict]) -> None:
 
 
 def _post(records: list[dict], server: str, base: Path) -> None:
-    """Runs and their traces land together (spec/api.md v1.2 item 11): every trace is checked
-    before anything is posted, and a trace the server refuses takes the runs of this batch
-    with it."""
-    from ..record import check_trace, delete_run, post_records, post_trace, resolve_trace_files
+    """Runs and their traces land together (spec/api.md, "Runs and traces commit together"):
+    every trace is checked, then uploaded to the server's staging area, then the batch names
+    them and the server stores the runs with their traces in one transaction. A trace the
+    server refuses stops the ingest before any run is posted; nothing is ever deleted, and the
+    same command again finishes what an interrupted one began (the same ids)."""
+    from ..record import check_trace, post_records, resolve_trace_files, stage_trace
 
-    sets = [resolve_trace_files(rec, base) for rec in records]
+    sets = [resolve_trace_files(rec, base, outside=True) for rec in records]
     for files in sets:
         for f in files:
             try:
                 check_trace(f)
             except ValueError as e:
                 raise CliError(f"{e}; nothing posted") from None
-    ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
-                                for r in records])
-    print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
-          file=sys.stderr)
-    for rid, files in zip(ids, sets):
+    staged: list[list[dict]] = []
+    for files in sets:
+        refs = []
         for f in files:
             try:
-                res = post_trace(server, rid, f, set_size=len(files))
+                res = stage_trace(server, f)
             except RuntimeError as e:
-                for gone in ids:
-                    delete_run(server, gone)
-                raise CliError(f"trace file {f}: {e}; run(s) {', '.join(map(str, ids))} "
-                               "removed, nothing stored") from None
-            print(f"  run {rid}: uploaded trace {f.name} (id {res.get('id')})", file=sys.stderr)
+                raise CliError(f"trace file {f}: {e}; nothing posted") from None
+            print(f"  uploaded trace {f.name} (sha256 {res['sha256'][:12]})", file=sys.stderr)
+            refs.append({"filename": res["filename"], "sha256": res["sha256"]})
+        staged.append(refs)
+    ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
+                                for r in records],
+                       traces=staged if any(staged) else None)
+    print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
+          file=sys.stderr)
     for rid in ids:
         print(rid, flush=True)  # ids on stdout, one a line, for scripts

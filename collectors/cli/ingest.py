@@ -35,6 +35,9 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
                    help="the engine's own profiler output for this run: vLLM's *.pt.trace.json.gz "
                         "(one per rank), SGLang's *-decode*.trace.json.gz, an nsys .sqlite/"
                         ".nsys-rep; a folder gives the trace files in it")
+    i.add_argument("--allow-outside-traces", action="store_true",
+                   help="let a run record file name trace_files outside its own folder "
+                        "(refused by default: a record file never uploads other local files)")
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
@@ -63,6 +66,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     ident = Identity(config=_config(args.config), commit=args.commit, branch=args.branch,
                      gpu=args.gpu, gpu_count=args.gpu_count, repository=args.repository,
                      pr=args.pr, started_at=_started(args.started_at), detect=not args.no_detect)
+    from ..record import OUTSIDE_TRACES
+
+    OUTSIDE_TRACES.set(args.allow_outside_traces)
     try:
         records, warnings = ingest(args.files, benchmark=args.benchmark, label=args.label,
                                    batch_size=args.batch_size, output_len=args.output_len,

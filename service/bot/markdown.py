@@ -1,13 +1,15 @@
 """The PR comment: a careful engineer's "Validation" section, written from the compare data."""
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ..evidence import evidence, last_of_series
 from ..format import (
     hardware,
     interval,
     level_pct,
+    md,
+    md_comment,
     num,
     pct,
     quantity,
@@ -23,7 +25,8 @@ NA = "–"
 
 
 def marker(benchmark: str, baseline: str) -> str:
-    return f"<!-- perfwarden:{benchmark}:{baseline} -->"
+    """The comment's hidden marker; names that could end the HTML comment are kept from it."""
+    return f"<!-- perfwarden:{md_comment(benchmark)}:{md_comment(baseline)} -->"
 
 
 def verdict_table(cmp: GateOut) -> list[str]:
@@ -33,7 +36,7 @@ def verdict_table(cmp: GateOut) -> list[str]:
     common, diffs = split_series([m.series for m in cmp.metrics])
     lines = []
     if common:
-        lines += [f"Every row: `{series_label(common)}`", ""]
+        lines += [f"Every row: {md(series_label(common), code=True)}", ""]
     show_series = any(diffs)
     head = ["metric"] + (["series"] if show_series else []) + [
         "baseline mean", "candidate mean", "n (runs) base / cand",
@@ -45,9 +48,10 @@ def verdict_table(cmp: GateOut) -> list[str]:
         exact = m.method == "exact"
         ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
         role = "" if m.role == "gate" else " (evidence)"
-        cells = [f"`{m.name}`{role}"] + ([series_label(diff) if diff else NA] if show_series else []) + [
-            quantity(m.baseline.mean, m.unit, missing=NA),
-            quantity(m.candidate.mean, m.unit, missing=NA),
+        cells = [f"{md(m.name, code=True)}{role}"] + (
+            [md(series_label(diff)) if diff else NA] if show_series else []) + [
+            md(quantity(m.baseline.mean, m.unit, missing=NA)),
+            md(quantity(m.candidate.mean, m.unit, missing=NA)),
             f"{m.baseline.n} ({m.baseline.runs}) / {m.candidate.n} ({m.candidate.runs})",
             f"{pct(m.delta_pct, NA)}{ci}", NA if exact else pct(m.bound_pct, NA),
             f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"]
@@ -60,8 +64,8 @@ def verdict_table(cmp: GateOut) -> list[str]:
 
 
 def headline(cmp: GateOut) -> str:
-    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{cmp.verdict.upper()}** — "
-            f"`{cmp.benchmark}` vs baseline `{cmp.baseline}`")
+    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{md(cmp.verdict.upper())}** — "
+            f"{md(cmp.benchmark, code=True)} vs baseline {md(cmp.baseline, code=True)}")
 
 
 def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
@@ -88,16 +92,17 @@ def _preamble(cmp: CompareOut) -> list[str]:
     regressions, above the table."""
     lines: list[str] = []
     if cmp.baseline.startswith("experiment:"):
-        lines += [f"Interleaved experiment `{cmp.baseline.split(':', 1)[1]}`: baseline and "
+        lines += [f"Interleaved experiment {md(cmp.baseline.split(':', 1)[1], code=True)}: "
+                  "baseline and "
                   "candidate ran alternately on one host (ABBA BAAB ...); each change is the mean "
                   "of the blocks' candidate-minus-baseline differences.", ""]
     if cmp.vary:
-        lines += [f"Varied on purpose: {', '.join(f'`{k}`' for k in cmp.vary)} (each row shows "
+        lines += [f"Varied on purpose: {', '.join(md(k, code=True) for k in cmp.vary)} (each row shows "
                   "baseline→candidate).", ""]
     regress = [m for m in cmp.metrics if m.verdict == "regression"]
     if regress:
         lines.append("**Regressions:** " + "; ".join(
-            f"`{m.name}` {pct(m.delta_pct, NA)}{_which(cmp, m)}" for m in regress))
+            f"{md(m.name, code=True)} {pct(m.delta_pct, NA)}{_which(cmp, m)}" for m in regress))
         lines.append("")
     return lines
 
@@ -108,13 +113,13 @@ def _evidence(cmp: CompareOut) -> list[str]:
     kv = [m for m in cmp.metrics if m.name == "kv_capacity_tokens"]
     if kv:
         lines.append("**KV-cache capacity:** " + "; ".join(
-            f"{m.reason}{_which(cmp, m)}" for m in kv))
+            f"{md(m.reason)}{_which(cmp, m)}" for m in kv))
     td = cmp.trace_diff
     if td and (td["base"].get("ordering") or td["candidate"].get("ordering")):
         bo, co = td["base"], td["candidate"]
-        lines.append(f"**Ordering check (routed experts):** {bo.get('ordering') or NA} → "
-                     f"{co.get('ordering') or NA}" + (f" ({co['ordering_reason']})"
-                                                      if co.get("ordering_reason") else ""))
+        lines.append(f"**Ordering check (routed experts):** {md(bo.get('ordering') or NA)} → "
+                     f"{md(co.get('ordering') or NA)}" + (f" ({md(co['ordering_reason'])})"
+                                                          if co.get("ordering_reason") else ""))
     dets = [(r.id, r.determinism) for r in cmp.candidate_runs if r.determinism]
     if dets:
         lines.append("**Determinism:** " + ", ".join(
@@ -133,7 +138,7 @@ def _batch_matrix(cmp: CompareOut) -> list[str]:
              "| M | baseline mean | candidate mean | change | verdict |",
              "|---:|---:|---:|---:|---|"]
     for m in tok:
-        lines.append(f"| {m.series.get('batch_size')} | {num(m.baseline.mean, missing=NA)} | "
+        lines.append(f"| {md(m.series.get('batch_size'))} | {num(m.baseline.mean, missing=NA)} | "
                      f"{num(m.candidate.mean, missing=NA)} | {pct(m.delta_pct, NA)} | "
                      f"{ICON.get(m.verdict, '')} {m.verdict} |")
     return lines
@@ -153,13 +158,13 @@ def _compared(cmp: CompareOut) -> str:
     """The closing line: which runs, on what hardware, at which level."""
     c = cmp.candidate_runs[0] if cmp.candidate_runs else None
     hw = c.hardware if c else {}
-    commit = f" (commit `{c.commit}`)" if c and c.commit else ""
+    commit = f" (commit {md(c.commit, code=True)})" if c and c.commit else ""
     device = hardware(hw.get("gpu"), hw.get("gpu_count"))
     level = level_pct(cmp.alpha / cmp.looks)
     return (f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
-            f"{commit} against baseline `{cmp.baseline}` "
+            f"{commit} against baseline {md(cmp.baseline, code=True)} "
             f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; "
-            f"{f'hardware {device}; ' if device else ''}{cmp.correction}, "
+            f"{f'hardware {md(device)}; ' if device else ''}{md(cmp.correction)}, "
             f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
             f". `pass` means the one-sided {level} bound rules out a regression of the "
             "threshold's size; metrics marked (evidence) explain and never decide.")
@@ -175,13 +180,13 @@ def kernel_table(cmp: GateOut) -> list[str]:
              "|---|---:|---:|---:|"]
     for k in td["kernels"][:8]:
         name = k["name"] if len(k["name"]) < 80 else k["name"][:77] + "..."
-        lines.append(f"| `{name}` | {num(k['base_per_step_us'], 1)} | "
+        lines.append(f"| {md(name, code=True)} | {num(k['base_per_step_us'], 1)} | "
                      f"{num(k['candidate_per_step_us'], 1)} | {k['delta_per_step_us']:+.1f} |")
     return lines + ["", "</details>"]
 
 
 def reasons(cmp: GateOut) -> list[str]:
-    return [f"- `{m.name}`{_which(cmp, m)}: {m.reason}" for m in cmp.metrics
+    return [f"- {md(m.name, code=True)}{_which(cmp, m)}: {md(m.reason)}" for m in cmp.metrics
             if m.verdict != "pass" and m.role == "gate"]
 
 
@@ -190,7 +195,7 @@ def _which(cmp: GateOut, m: MetricVerdict) -> str:
     table's header line); empty where every row shares them."""
     _, diffs = split_series([x.series for x in cmp.metrics])
     diff = next(d for x, d in zip(cmp.metrics, diffs) if x is m)
-    return f" ({series_label(diff)})" if diff else ""
+    return f" ({md(series_label(diff))})" if diff else ""
 
 
 def compare_url(cmp: GateOut, dashboard_url: str | None,
@@ -201,7 +206,7 @@ def compare_url(cmp: GateOut, dashboard_url: str | None,
         return None
     root = dashboard_url.rstrip("/")
     if cmp.baseline.startswith("experiment:"):
-        return f"{root}/experiments/{cmp.baseline.split(':', 1)[1]}"
+        return f"{root}/experiments/{quote(cmp.baseline.split(':', 1)[1], safe='')}"
     q = {"benchmark": cmp.benchmark, "baseline": cmp.baseline,
          "run_ids": ",".join(map(str, cmp.candidate_run_ids))}
     if cmp.vary:

@@ -14,6 +14,11 @@ def run(session: Session, run_id: int) -> Run | None:
     return session.get(Run, run_id)
 
 
+def lock_run(session: Session, run_id: int) -> None:
+    """Hold the run's row until the transaction ends (PostgreSQL; SQLite has one writer)."""
+    session.scalars(select(Run.id).where(Run.id == run_id).with_for_update()).first()
+
+
 def get(session: Session, trace_id: int) -> TraceFile | None:
     return session.get(TraceFile, trace_id)
 

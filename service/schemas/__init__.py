@@ -44,16 +44,18 @@ from .runs import (
     RunIn,
     RunList,
     RunOut,
+    StagedTraceRef,
     TraceRef,
     TraceState,
 )
-from .traces import TraceOut
+from .traces import StagedTraceOut, TraceOut
 
 __all__ = [
     'NAME_MAX', 'FIXED_SERIES_KEYS', 'Name', 'OptName', 'METRIC_NAME', 'ConfigValue',
     'finite_number', 'Sample', 'RunId', 'ErrorBody', 'ErrorOut', 'parse_run_ids', 'parse_vary',
     'parse_thresholds', 'MetricIn', 'ExperimentTag', 'BisectTag', 'RUN_EXTRAS', 'RunIn',
-    'RunCreated', 'RunBatchIn', 'RunBatchCreated', 'MetricOut', 'TraceState', 'TraceRef',
+    'RunCreated', 'RunBatchIn', 'StagedTraceRef', 'StagedTraceOut', 'RunBatchCreated', 'MetricOut',
+    'TraceState', 'TraceRef',
     'RunOut', 'RunList', 'BaselineIn', 'BaselineMove', 'BaselineOut', 'BaselineList', 'GateIn',
     'SideStats', 'MetricVerdict', 'GateOut', 'RunBrief', 'RunSamples', 'Distribution',
     'TraceBrief', 'CompareOut', 'ChangePointOut', 'SeriesChangePoints', 'ChangePointsOut',

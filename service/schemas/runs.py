@@ -133,11 +133,28 @@ class RunCreated(BaseModel):
     id: int
 
 
+class StagedTraceRef(BaseModel):
+    """A trace file uploaded to `POST /api/v1/traces/stage`, named by its content hash."""
+
+    model_config = ConfigDict(extra="forbid")
+    filename: Annotated[str, Field(min_length=1, max_length=200)]
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class RunBatchIn(BaseModel):
-    """`POST /api/v1/runs/batch`: all or nothing, in one transaction."""
+    """`POST /api/v1/runs/batch`: all or nothing, in one transaction. `traces`, one list per
+    run (in order), attaches staged trace files to the runs in the same transaction."""
 
     model_config = ConfigDict(extra="forbid")
     runs: Annotated[list[RunIn], Field(min_length=1, max_length=10_000)]
+    traces: list[Annotated[list[StagedTraceRef], Field(max_length=1024)]] | None = None
+
+    @model_validator(mode="after")
+    def _one_trace_list_per_run(self) -> RunBatchIn:
+        if self.traces is not None and len(self.traces) != len(self.runs):
+            raise ValueError(f"traces needs one list per run ({len(self.runs)}), "
+                             f"not {len(self.traces)}")
+        return self
 
 
 class RunBatchCreated(BaseModel):

@@ -21,3 +21,12 @@ class TraceOut(BaseModel):
     set_files: int = 1  # trace files the run holds now
     state: TraceState = "done"
     error: str | None = None  # why the analysis failed
+
+
+class StagedTraceOut(BaseModel):
+    """A staged trace file (`POST /api/v1/traces/stage`): a run batch names it by `sha256`."""
+
+    sha256: str
+    filename: str
+    size_bytes: int
+    format: str

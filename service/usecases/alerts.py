@@ -20,7 +20,7 @@ from typing import Any
 from ..config import Settings
 from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
-from ..format import clean, series_label
+from ..format import clean, md, md_comment, series_label
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
@@ -131,25 +131,26 @@ def payload(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def marker(out: dict[str, Any]) -> str:
-    return (f"<!-- perfwarden-alert {out['benchmark']} series={out['series_id']} "
-            f"metric={out['metric']} run={out['run_id']} -->")
+    return (f"<!-- perfwarden-alert {md_comment(out['benchmark'])} series={out['series_id']} "
+            f"metric={md_comment(out['metric'])} run={out['run_id']} -->")
 
 
 def open_issue(settings: Settings, out: dict[str, Any]) -> int:
     from ..bot.github import GitHub
 
     token = settings.github_token.get_secret_value() if settings.github_token else ""
-    title = (f"perfwarden: {out['metric']} {out['delta_pct']:+.2f}% on {out['benchmark']} "
-             f"({out['series']})")
-    rng = (f"`{out['good_commit']}`..`{out['commit']}`" if out["good_commit"] and out["commit"]
+    title = " ".join(f"perfwarden: {out['metric']} {out['delta_pct']:+.2f}% on {out['benchmark']} "
+                     f"({out['series']})".split())  # one line
+    rng = (f"{md(out['good_commit'], code=True)}..{md(out['commit'], code=True)}"
+           if out["good_commit"] and out["commit"]
            else f"runs {out['good_run_id']}..{out['run_id']}")
-    lines = [marker(out), f"**{out['metric']}** moved {out['delta_pct']:+.2f}% on the "
-             f"`{out['branch']}` history of **{out['benchmark']}** ({out['series']}): "
-             f"{out['before']:,.4g} -> {out['after']:,.4g}.", "",
+    lines = [marker(out), f"**{md(out['metric'])}** moved {out['delta_pct']:+.2f}% on the "
+             f"{md(out['branch'], code=True)} history of **{md(out['benchmark'])}** "
+             f"({md(out['series'])}): {out['before']:,.4g} -> {out['after']:,.4g}.", "",
              f"- last good run {out['good_run_id']}, first bad run {out['run_id']}: {rng}",
              f"- alert: {out['url']}"]
     if out["bisect"]:
-        lines += ["", "Find the commit:", "", "```", out["bisect"], "```"]
+        lines += ["", "Find the commit:", "", md(out["bisect"], block=True)]
     assert settings.alert_github_repo is not None
     with GitHub(token, settings.github_api_url) as g:
         issue, _ = g.ensure_issue(settings.alert_github_repo, marker(out), title, "\n".join(lines))

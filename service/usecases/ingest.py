@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
@@ -29,15 +30,20 @@ def store_run(sessions: SessionFactory, run: RunIn) -> tuple[int, bool]:
     raise AssertionError("unreachable")
 
 
-def store_runs(sessions: SessionFactory, runs: list[RunIn]) -> tuple[list[int], int]:
+def store_runs(sessions: SessionFactory, runs: list[RunIn],
+               then: Callable[[Session, list[int]], None] | None = None) -> tuple[list[int], int]:
     """A batch: all or nothing, one transaction. Returns (ids in order, how many were new).
     A record whose idempotency key is stored (or earlier in the batch) with the same body gives
-    that run's id; with another body, Conflict naming the record."""
+    that run's id; with another body, Conflict naming the record. `then` (given the session and
+    the ids) stores what belongs to the runs in the same transaction."""
     digests = [ingest_repo.body_hash(r) for r in runs]
     for attempt in range(ATTEMPTS):
         try:
             with transaction(sessions) as session:
-                return _store_all(session, runs, digests)
+                ids, created = _store_all(session, runs, digests)
+                if then is not None:
+                    then(session, ids)
+                return ids, created
         except ingest_repo.RACE_ERRORS:  # a concurrent request stored one of the keys or series first
             if attempt == ATTEMPTS - 1:
                 raise

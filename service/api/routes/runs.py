@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from ...errors import Invalid, from_validation
 from ...jobs import tasks
 from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut
-from ...usecases import ingest, runs
+from ...usecases import ingest, runs, uploads
 from ..deps import (
     ERRORS,
     ReadAccess,
@@ -63,11 +63,20 @@ async def create_run(request: Request):
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
 async def create_runs(request: Request):
     """Store many run records at once: all or nothing, one transaction; `422` names the record
-    index and field. A record already stored (same idempotency key and body) gives its id."""
+    index and field. A record already stored (same idempotency key and body) gives its id.
+    `traces` (one list per run) attaches files staged by `POST /api/v1/traces/stage` in the
+    same transaction: the runs are never seen without them."""
     s = request.app.state.settings
     batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
-    ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
-                                           batch.runs)
+    if batch.traces is None:
+        ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
+                                               batch.runs)
+    else:
+        ids, created, added = await run_in_threadpool(
+            uploads.store_runs_with_traces, request.app.state.sessions, s.data_dir, batch.runs,
+            batch.traces)
+        for trace_id in added:
+            await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, trace_id)
     if created:
         await run_in_threadpool(_after_ingest, request, batch.runs, ids)
     return JSONResponse({"ids": ids}, status_code=201 if created else 200)

@@ -9,8 +9,8 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from ... import tracestore
 from ...jobs import tasks
-from ...schemas import TraceOut
-from ...usecases import traces
+from ...schemas import StagedTraceOut, TraceOut
+from ...usecases import traces, uploads
 from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep, WriteAccess
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
@@ -42,6 +42,26 @@ async def upload_trace(run_id: Id, request: Request,
     if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
         await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
     return JSONResponse(out, status_code=202 if created else 200)
+
+
+@router.post("/traces/stage", status_code=201, response_model=StagedTraceOut,
+             dependencies=[WriteAccess], responses={
+                 200: {"model": StagedTraceOut, "description": "the same file is staged already"},
+                 **ERRORS},
+             openapi_extra={"requestBody": {"required": True, "content": {
+                 "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
+async def stage_trace(request: Request,
+                      filename: Annotated[str | None, Query(max_length=1000)] = None):
+    """Stream a trace file to the server before its run exists; a run batch then names it by
+    its `sha256` (`traces` of `POST /api/v1/runs/batch`) and the runs and their traces are
+    stored in one transaction. What is not a trace at all is refused here (`413`/`422`,
+    nothing kept)."""
+    s = request.app.state.settings
+    name = tracestore.check_filename(filename)
+    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes,
+                                              request.app.state.upload_pace)
+    out, created = await run_in_threadpool(uploads.stage, s.data_dir, tmp, name, sha, size)
+    return JSONResponse(out, status_code=201 if created else 200)
 
 
 @router.get("/traces/{trace_id}", dependencies=[ReadAccess], responses={
