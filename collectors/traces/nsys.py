@@ -2,6 +2,11 @@
 
 Any table may be absent; columns differ between schema versions, so every query is built from
 what `sqlite_master` and `PRAGMA table_info` say is there.
+
+The file is untrusted: it is opened read-only with `trusted_schema=OFF` (no function of its
+schema runs unless SQLite deems it harmless), values past VALUE_LIMIT bytes are refused, and a
+file where any table read here is a view, a virtual table or has a trigger is refused whole (an
+nsys export holds plain tables; a view can run any query, a recursive one forever).
 """
 from __future__ import annotations
 
@@ -28,7 +33,14 @@ CALL_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
 NVTX_PUSHPOP, NVTX_STARTEND = 59, 60
 SYNC_STREAM_WAIT = 2
 CHUNK = 262144  # rowids per read: a few MB of text each
+MAX_SPANS = 4096  # more rowid ranges than this (sparse rowids): chunks by the rows themselves
 MAX_WORKERS = 4
+VALUE_LIMIT = 64 << 20  # the longest text or blob read (a chunk's column of numbers: ~6 MB)
+READ_TABLES = frozenset(
+    [t for t, _ in OP_TABLES] + list(CALL_TABLES)
+    + ["NVTX_EVENTS", "StringIds", "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU",
+       "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "ENUM_CUDA_MEMCPY_OPER",
+       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_CUDA_EVENT"])
 
 
 def is_sqlite(path: Path) -> bool:
@@ -36,16 +48,44 @@ def is_sqlite(path: Path) -> bool:
         return f.read(16) == SQLITE_MAGIC
 
 
+def connect(uri: str) -> sqlite3.Connection:
+    """A read-only connection to an untrusted file: no schema function SQLite does not deem
+    harmless, no value longer than VALUE_LIMIT."""
+    con = sqlite3.connect(uri, uri=True)
+    con.execute("PRAGMA trusted_schema=OFF")
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT)
+    return con
+
+
+def refused_schema(rows: list[tuple[str, str, str, str | None]]) -> str | None:
+    """Why a file whose `sqlite_master` holds `rows` (type, name, tbl_name, sql) is refused:
+    a table read here that is a view or a virtual table, or has a trigger; None when none is.
+    Names compare case-blind, as SQLite resolves them."""
+    read = {t.upper() for t in READ_TABLES}
+    for kind, name, table, sql in rows:
+        if kind == "view" and name.upper() in read:
+            return f"{name} is a view, not a table"
+        if kind == "trigger" and (table or "").upper() in read:
+            return f"table {table} has a trigger ({name})"
+        if kind == "table" and name.upper() in read and (sql or "").lstrip().upper().startswith(
+                "CREATE VIRTUAL"):
+            return f"{name} is a virtual table"
+    return None
+
+
 class _Db:
     def __init__(self, path: Path):
         self.path = path
         self.uri = f"file:{path}?mode=ro&immutable=1"
         try:
-            self.con = sqlite3.connect(self.uri, uri=True)
-            rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
-            self.tables = {r[0] for r in rows}
+            self.con = connect(self.uri)
+            rows = self.con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
+        why = refused_schema(rows)
+        if why:
+            raise TraceError(f"{path}: refused: {why} (an nsys export holds plain tables only)")
+        self.tables = {name for kind, name, _, _ in rows if kind == "table"}
         self._cols: dict[str, dict[str, bool]] = {}
         self.workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
@@ -65,7 +105,8 @@ class _Db:
         return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
     def rowids(self, table: str) -> tuple[int, int] | None:
-        """(smallest rowid - 1, largest rowid): two B-tree seeks, no scan; None for a view."""
+        """(smallest rowid - 1, largest rowid): two B-tree seeks, no scan (views are refused);
+        None for a table without rowids."""
         if table not in self.tables:
             return (0, 0)
         try:
@@ -74,6 +115,25 @@ class _Db:
         except sqlite3.OperationalError:
             return None
         return (int(lo) - 1, int(hi)) if isinstance(lo, int) and isinstance(hi, int) else (0, 0)
+
+    def spans(self, table: str) -> list[tuple[int, int] | None]:
+        """The rowid ranges a table is read in: CHUNK rowids each, or, where the rowids are
+        sparse (more than MAX_SPANS such ranges), CHUNK rows each, their bounds found by
+        stepping the rowid B-tree (one pass), so a file with rowids 1 and 2**62 is two rows."""
+        ids = self.rowids(table)
+        if ids is None:
+            return [None]
+        lo, hi = ids
+        if (hi - lo) // CHUNK <= MAX_SPANS:
+            return [(a, min(a + CHUNK, hi)) for a in range(lo, hi, CHUNK)]
+        out: list[tuple[int, int] | None] = []
+        q = f'SELECT rowid FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT 1 OFFSET ?'
+        while lo < hi:
+            row = self.con.execute(q, (lo, CHUNK - 1)).fetchone()
+            end = hi if row is None else int(row[0])
+            out.append((lo, end))
+            lo = end
+        return out
 
     def num(self, table: str, col: str, null: int = -1) -> str:
         """A column as an integer SQL expression (NULL -> `null`; float timestamps are rounded)."""
@@ -100,12 +160,10 @@ class _Db:
         own connections in a few threads (sqlite3 releases the GIL while a statement runs)."""
         cats = ", ".join(f"group_concat({e}, ',')" for e in exprs)
         sql = f'SELECT count(*), {cats} FROM "{table}" WHERE ({where})'
-        ids = self.rowids(table)
-        spans: list[tuple[int, int] | None] = [None] if ids is None else [
-            (lo, lo + CHUNK) for lo in range(ids[0], ids[1], CHUNK)]
+        spans = self.spans(table)
 
         def one(span: tuple[int, int] | None) -> np.ndarray:
-            con = sqlite3.connect(self.uri, uri=True)
+            con = connect(self.uri)
             try:
                 q, args = (sql, ()) if span is None else (sql + " AND rowid > ? AND rowid <= ?", span)
                 n, *texts = con.execute(q, args).fetchone()
