@@ -3,10 +3,7 @@
 Any table may be absent; columns differ between schema versions, so every query is built from
 what `sqlite_master` and `PRAGMA table_info` say is there.
 
-The file is untrusted: it is opened read-only with `trusted_schema=OFF` (no function of its
-schema runs unless SQLite deems it harmless), values past VALUE_LIMIT bytes are refused, and a
-file where any table read here is a view, a virtual table or has a trigger is refused whole (an
-nsys export holds plain tables; a view can run any query, a recursive one forever).
+The file is untrusted: it is opened and checked as nsys_schema.py says.
 """
 from __future__ import annotations
 
@@ -24,6 +21,7 @@ import numpy as np
 
 from .intervals import unique_inverse
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
+from .nsys_schema import connect, refused_schema
 from .progress import Progress
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -35,7 +33,6 @@ SYNC_STREAM_WAIT = 2
 CHUNK = 262144  # rowids per read: a few MB of text each
 MAX_SPANS = 4096  # more rowid ranges than this (sparse rowids): chunks by the rows themselves
 MAX_WORKERS = 4
-VALUE_LIMIT = 64 << 20  # the longest text or blob read (a chunk's column of numbers: ~6 MB)
 READ_TABLES = frozenset(
     [t for t, _ in OP_TABLES] + list(CALL_TABLES)
     + ["NVTX_EVENTS", "StringIds", "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU",
@@ -48,31 +45,6 @@ def is_sqlite(path: Path) -> bool:
         return f.read(16) == SQLITE_MAGIC
 
 
-def connect(uri: str) -> sqlite3.Connection:
-    """A read-only connection to an untrusted file: no schema function SQLite does not deem
-    harmless, no value longer than VALUE_LIMIT."""
-    con = sqlite3.connect(uri, uri=True)
-    con.execute("PRAGMA trusted_schema=OFF")
-    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT)
-    return con
-
-
-def refused_schema(rows: list[tuple[str, str, str, str | None]]) -> str | None:
-    """Why a file whose `sqlite_master` holds `rows` (type, name, tbl_name, sql) is refused:
-    a table read here that is a view or a virtual table, or has a trigger; None when none is.
-    Names compare case-blind, as SQLite resolves them."""
-    read = {t.upper() for t in READ_TABLES}
-    for kind, name, table, sql in rows:
-        if kind == "view" and name.upper() in read:
-            return f"{name} is a view, not a table"
-        if kind == "trigger" and (table or "").upper() in read:
-            return f"table {table} has a trigger ({name})"
-        if kind == "table" and name.upper() in read and (sql or "").lstrip().upper().startswith(
-                "CREATE VIRTUAL"):
-            return f"{name} is a virtual table"
-    return None
-
-
 class _Db:
     def __init__(self, path: Path):
         self.path = path
@@ -82,7 +54,7 @@ class _Db:
             rows = self.con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
-        why = refused_schema(rows)
+        why = refused_schema(rows, READ_TABLES)
         if why:
             raise TraceError(f"{path}: refused: {why} (an nsys export holds plain tables only)")
         self.tables = {name for kind, name, _, _ in rows if kind == "table"}

@@ -51,10 +51,12 @@ def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
 
 # --- trace analysis ------------------------------------------------------------------------
 def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
+    from ..sandbox import Sandbox
     from ..usecases import traces
 
     traces.analyze_pending(ctx.sessions, ctx.settings.data_dir, int(args["trace_id"]),
-                           before=lambda: pause_point("trace:analyze"))
+                           before=lambda: pause_point("trace:analyze"),
+                           sandbox=Sandbox.of(ctx.settings))
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:

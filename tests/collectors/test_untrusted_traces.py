@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.traces import nsys
+from collectors.traces import nsys, nsys_schema
 from collectors.traces.load import MAX_INFLATED_ENV, MAX_RATIO_ENV, load_trace
 from collectors.traces.model import TraceError
 from tests.conftest import H200
@@ -149,7 +149,7 @@ def test_sparse_rowids_in_many_chunks_read_every_row_once(tmp_path, monkeypatch)
 
 
 def test_a_value_longer_than_the_loader_reads_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(nsys, "VALUE_LIMIT", 1 << 20)
+    monkeypatch.setattr(nsys_schema, "VALUE_LIMIT", 1 << 20)
     f = real_with(tmp_path / "blob.sqlite", "UPDATE StringIds SET value = hex(zeroblob(1048576)) "
                   "WHERE id = (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1);")
     _refused(f, "too big")
