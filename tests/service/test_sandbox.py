@@ -88,8 +88,8 @@ def test_an_exploit_trace_fails_with_its_reason_and_its_timeline_is_refused(
         assert t["state"] == "failed" and words in t["error"] and f.name in t["error"], t
         assert "\n" not in t["error"]
         r = c.get(f"/api/v1/traces/{tid}/timeline")
-        assert r.status_code == 422 and r.json()["code"] == "bad_trace", r.text
-        assert words in r.json()["message"]
+        assert r.status_code == 422 and r.json()["error"]["code"] == "bad_trace", r.text
+        assert words in r.json()["error"]["message"]
         assert c.get(f"/runs/{rid}").status_code == 200  # the run page shows the run
     app.state.engine.dispose()
     assert [a for _, a in _analysis_jobs(settings.database_url)] in ([], [1])  # tried once
@@ -122,7 +122,7 @@ def test_the_timeline_of_a_pending_trace_is_parsed_under_the_deadline(settings):
     with client as c:  # no worker: the trace stays pending; its timeline is asked for
         _, tid = _upload(c, REAL, "graphs.sqlite.gz")
         r = c.get(f"/api/v1/traces/{tid}/timeline")
-        assert r.status_code == 422 and "ran past its deadline" in r.json()["message"], r.text
+        assert r.status_code == 422 and "ran past its deadline" in r.json()["error"]["message"], r.text
     app.state.engine.dispose()
     app, client = _app(settings, analysis_timeout_s=60.0)
     with client as c:
@@ -218,7 +218,7 @@ def test_fuzz_malformed_nsys_uploads_end_done_or_failed_never_stuck(
                        content=f.read_bytes())
             assert r.status_code in (202, 422), r.text  # not a trace at all: refused at once
             if r.status_code == 422:
-                assert r.json()["code"] == "bad_trace"
+                assert r.json()["error"]["code"] == "bad_trace"
             else:
                 uploaded.append((rid, f.name))
         t0 = time.monotonic()
