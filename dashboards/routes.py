@@ -33,6 +33,7 @@ from service.format import (
     trace_rank,
 )
 from service.jobs import tasks
+from service.sandbox import Sandbox
 from service.schemas import (
     RUN_EXTRAS,
     GateIn,
@@ -245,7 +246,8 @@ def experiment_page(request: Request, exp_id: Annotated[str, PathParam(min_lengt
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 - 1)],
              session: SessionDep, steps: Annotated[int, Query(ge=1, le=20)] = 3):
-    v = runs.run_view(session, request.app.state.settings.data_dir, run_id, steps)
+    s = request.app.state.settings
+    v = runs.run_view(session, s.data_dir, run_id, steps, Sandbox.of(s))
     run = v["run"]
     min_gap = (run.get("trace_summary") or {}).get("min_gap_us", 10.0)
     timelines = [{"trace": t["trace"], "error": t["error"]} if "error" in t else

@@ -42,6 +42,19 @@ class Settings(BaseSettings):
     # fits yield the CPU to the API (gate requests, ingest) and the database on a shared host
     worker_nice: int = Field(10, ge=0, le=19)
     jobs_in_process: bool | None = None  # a worker thread in the API process (default: SQLite)
+    # the lanes of the queue: trace analysis runs apart from every other kind (alerts,
+    # deliveries, PR comments, summaries), each lane with this many jobs at once per worker
+    trace_concurrency: int = Field(1, ge=1, le=64)
+    job_concurrency: int = Field(1, ge=1, le=64)
+    # every trace analysis (upload job, run page, timeline) runs in a child process with a
+    # deadline (default: 60 s plus 1 s per MB of its files), an address-space limit (default:
+    # half the machine's memory), a CPU-time limit (default: 4 times the deadline) and caps on
+    # what gzip data inflates to; past any, the trace is `failed` with that reason, once
+    analysis_timeout_s: float | None = Field(None, gt=0)
+    analysis_memory_mb: int | None = Field(None, gt=0)
+    analysis_cpu_s: float | None = Field(None, gt=0)
+    max_inflated_bytes: int = Field(32 << 30, gt=0)
+    max_inflate_ratio: float = Field(100.0, gt=0)
 
     @property
     def is_sqlite(self) -> bool:

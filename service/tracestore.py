@@ -4,34 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import gc
 import hashlib
 import json
-import multiprocessing as mp
 import os
 import shutil
-import signal
-import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import BinaryIO
 
 from fastapi import Request
 
 from collectors.traces import Options, TraceError
 from collectors.traces.analysis import project, step_regex_of, timeline
 from collectors.traces.load import load_trace, sniff
+from collectors.traces.nsys_schema import connect as nsys_connect
 from collectors.traces.pipeline import SERVER_CHECK, analyze_files
 from collectors.traces.steps import keep_regex
 from collectors.traces.summary import TraceSummary
 
 from .errors import Invalid, NotFound, TooLarge
+from .sandbox import Sandbox, sandboxed
 
 ALLOWED_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
 KERNELS_KEPT = 50
 SPILL_BYTES = 1 << 20  # an upload is hashed and written in a thread, a MiB at a time
+TIMELINES_AT_ONCE = 2  # sandboxed timeline analyses at once in one API process
+_timelines = threading.BoundedSemaphore(TIMELINES_AT_ONCE)
 
 
 def trace_dir(data_dir: Path) -> Path:
@@ -155,7 +155,7 @@ def check_file(path: Path, filename: str) -> str:
         fmt = sniff(path, filename)
         if fmt == "nsys":
             try:
-                con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                con = nsys_connect(f"file:{path}?mode=ro&immutable=1")
                 try:
                     con.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 finally:
@@ -167,102 +167,50 @@ def check_file(path: Path, filename: str) -> str:
     return FORMATS.get(fmt, "kineto")
 
 
-def analyze_file(path: Path, filename: str, keep_in: Path | None = None
-                 ) -> tuple[str, TraceSummary]:
+def analyze_file(path: Path, filename: str, keep_in: Path | None = None,
+                 sandbox: Sandbox | None = None) -> tuple[str, TraceSummary]:
     """(format, summary); TraceError becomes 422 naming the file. `keep_in`: where the file's
     loaded columns are kept for its set's analysis (analyze_set)."""
     try:
         fmt = sniff(path, filename)
     except TraceError as e:
         raise Invalid(str(e).replace(str(path), filename), "body", code="bad_trace") from None
-    return FORMATS.get(fmt, "kineto"), analyze_set([(path, filename)], keep_in)
+    return FORMATS.get(fmt, "kineto"), analyze_set([(path, filename)], keep_in, sandbox)
 
 
-def _lowest_priority() -> None:
-    """The analysis process's CPU class: SCHED_IDLE runs only where no other process wants the
-    core, so gate requests, ingest and the database go first. (Nice 10 alone, as the worker
-    runs, still let a parse take most of a core beside busy API workers: measured 60-80 ms of
-    every 100 ms while gate requests waited.)"""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except OSError:
-        os.nice(19)
+def _size(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.is_file())
 
 
-def _child(out: Any, paths: list[Path], names: list[str], parent: int,
-           keep_in: Path | None) -> None:
-    """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
-    whole), killed with the worker (PR_SET_PDEATHSIG), none of the parent's objects collected
-    (their finalizers may want locks or sockets of the server's threads), and an exit that
-    skips the interpreter's shutdown."""
-    gc.freeze()
-    try:
-        os.setpgid(0, 0)
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-        if os.getppid() != parent:  # the worker died before prctl took
-            os._exit(1)
-        _lowest_priority()
-        try:
-            out.send(("ok", analyze_files(paths, Options(), check=SERVER_CHECK, names=names,
-                                          keep_in=keep_in)))
-        except TraceError as e:
-            out.send(("trace", str(e)))
-        except BaseException as e:  # noqa: BLE001 - named to the caller, who raises it
-            out.send(("error", f"{type(e).__name__}: {e}"))
-    finally:
-        os._exit(0)
-
-
-def _analyze(paths: list[Path], names: list[str], keep_in: Path | None) -> TraceSummary:
-    """THE trace pipeline in a process of its own, forked for this analysis on Linux (as the
-    rank-set loader forks: the child touches no lock the server's threads hold) at the lowest
-    CPU priority; single-threaded, it may fork its pieces, and its memory is returned when it
-    ends. Elsewhere (no fork that is safe beside threads, no SCHED_IDLE) it runs here."""
-    if not sys.platform.startswith("linux"):
+def _analyze(paths: list[Path], names: list[str], keep_in: Path | None,
+             sandbox: Sandbox | None) -> TraceSummary:
+    """THE trace pipeline, sandboxed."""
+    def work() -> TraceSummary:
         return analyze_files(paths, Options(), check=SERVER_CHECK, names=names, keep_in=keep_in)
-    ctx = mp.get_context("fork")
-    got, out = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(out, paths, names, os.getpid(), keep_in))
-    proc.start()
-    out.close()
-    kind, value = "died", cast(Any, None)
-    try:  # its pieces hold the pipe (and its sentinel) too: a child that died is its exit
-        while not got.poll(0.5):
-            if not proc.is_alive():
-                break
-        if got.poll():
-            kind, value = got.recv()
-    except EOFError:
-        pass
-    finally:
-        got.close()
-        proc.join(5)
-        if kind == "died" or proc.exitcode is None:
-            assert proc.pid is not None  # started; never 0 (that would be this process's group)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the group it made: its pieces
-            proc.join()
-    if kind == "died":
-        raise RuntimeError(f"the trace analysis process died (exit code {proc.exitcode})")
-    if kind == "trace":
-        raise TraceError(value)
-    if kind == "error":
-        raise RuntimeError(f"trace analysis failed: {value}")
-    return cast(TraceSummary, value)
+    return sandboxed(work, _size(paths), sandbox)
 
 
-def analyze_set(files: list[tuple[Path, str]], keep_in: Path | None = None) -> TraceSummary:
+def _named(e: TraceError, files: list[tuple[Path, str]]) -> str:
+    """The error with the stored files' paths as their uploaded names; one that names no file
+    (a limit of the analysis) names them all."""
+    msg = str(e)
+    if not any(str(p) in msg for p, _ in files):
+        msg = f"{', '.join(name for _, name in files)}: {msg}"
+    for p, name in files:
+        msg = msg.replace(str(p), name)
+    return msg
+
+
+def analyze_set(files: list[tuple[Path, str]], keep_in: Path | None = None,
+                sandbox: Sandbox | None = None) -> TraceSummary:
     """The ranks of one run (one file each): THE trace pipeline on the stored files, with the
-    server's ordering check, in an analysis process; TraceError becomes 422 naming the
-    uploaded files. `keep_in`: the folder of the ranks' loaded columns (columns_dir), read
-    where a rank's are there and saved where not."""
+    server's ordering check, in a sandboxed analysis process; TraceError (a limit of the
+    sandbox too) becomes 422 naming the uploaded files. `keep_in`: the folder of the ranks'
+    loaded columns (columns_dir), read where a rank's are there and saved where not."""
     try:
-        summary = _analyze([p for p, _ in files], [name for _, name in files], keep_in)
+        summary = _analyze([p for p, _ in files], [name for _, name in files], keep_in, sandbox)
     except TraceError as e:
-        msg = str(e)
-        for p, name in files:
-            msg = msg.replace(str(p), name)
-        raise Invalid(msg, "body", code="bad_trace") from None
+        raise Invalid(_named(e, files), "body", code="bad_trace") from None
     summary["source"] = ", ".join(name for _, name in files)
     summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
     return summary
@@ -278,7 +226,18 @@ def commit_file(tmp: Path, data_dir: Path, sha: str) -> Path:
     return final
 
 
-def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
+def _timeline(path: Path, filename: str, steps: int) -> dict:
+    trace = load_trace(path, keep_regex(None), None, filename)
+    data = timeline(trace, Options(), steps=steps)
+    proj = project(trace, step_regex_of(trace))
+    data["total_steps"] = int(proj.step_start_ns.shape[0])
+    return data
+
+
+def timeline_of(data_dir: Path, sha: str, filename: str, steps: int,
+                sandbox: Sandbox | None = None) -> dict:
+    """A trace's timeline of `steps` steps, parsed in a sandboxed process (at most
+    TIMELINES_AT_ONCE at once here) and kept for the next request."""
     cache = data_dir / "timelines" / f"{sha}-{steps}.json"
     if cache.exists():
         return json.loads(cache.read_text())
@@ -286,12 +245,10 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int) -> dict:
     if not path.exists():
         raise NotFound("trace file is missing from storage")
     try:
-        trace = load_trace(path, keep_regex(None), None, filename)
+        with _timelines:
+            data = sandboxed(lambda: _timeline(path, filename, steps), _size([path]), sandbox)
     except TraceError as e:
-        raise Invalid(str(e).replace(str(path), filename), code="bad_trace") from None
-    data = timeline(trace, Options(), steps=steps)
-    proj = project(trace, step_regex_of(trace))
-    data["total_steps"] = int(proj.step_start_ns.shape[0])
+        raise Invalid(_named(e, [(path, filename)]), code="bad_trace") from None
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(data))
     return data

@@ -6,11 +6,8 @@ json does the same job more slowly, so the collector still works on bare GPU ima
 """
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import types
-import zlib
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -27,16 +24,11 @@ from .progress import Progress
 BIG_FILE_BYTES = 32 << 20  # progress lines only for files worth waiting for
 __all__ = ["BIG_FILE_BYTES", "exact_ns", "load_kineto", "read_bytes"]
 
-_gzip: types.ModuleType
-try:  # optional: Intel ISA-L inflates gzip about twice as fast as zlib
-    from isal import igzip as _gzip
-except ImportError:  # pragma: no cover
-    _gzip = gzip
-
-
 def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearray:
     """The whole JSON text. Gzip is inflated chunk by chunk into one growing buffer, so the
-    compressed and inflated copies never sit in memory twice over."""
+    compressed and inflated copies never sit in memory twice over, within the caps on inflated
+    bytes and ratio (load.inflate)."""
+    from .load import inflate  # load imports this module
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic != b"\x1f\x8b":
@@ -44,15 +36,7 @@ def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearra
     if progress:
         progress.note(f"decompressing {path.name} ({path.stat().st_size / 1e6:.0f} MB gzip)")
     out = bytearray()
-    try:
-        with _gzip.open(path, "rb") as g:
-            while True:
-                chunk = g.read(1 << 24)
-                if not chunk:
-                    break
-                out += chunk
-    except (OSError, EOFError, zlib.error) as e:
-        raise TraceError(f"{path}: broken gzip data ({e})") from None
+    inflate(path, out.extend)
     return out
 
 

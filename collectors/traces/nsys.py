@@ -2,6 +2,8 @@
 
 Any table may be absent; columns differ between schema versions, so every query is built from
 what `sqlite_master` and `PRAGMA table_info` say is there.
+
+The file is untrusted: it is opened and checked as nsys_schema.py says.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from .intervals import unique_inverse
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
+from .nsys_schema import connect, refused_schema
 from .progress import Progress
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -28,7 +31,13 @@ CALL_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
 NVTX_PUSHPOP, NVTX_STARTEND = 59, 60
 SYNC_STREAM_WAIT = 2
 CHUNK = 262144  # rowids per read: a few MB of text each
+MAX_SPANS = 4096  # more rowid ranges than this (sparse rowids): chunks by the rows themselves
 MAX_WORKERS = 4
+READ_TABLES = frozenset(
+    [t for t, _ in OP_TABLES] + list(CALL_TABLES)
+    + ["NVTX_EVENTS", "StringIds", "META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU",
+       "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "ENUM_CUDA_MEMCPY_OPER",
+       "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_CUDA_EVENT"])
 
 
 def is_sqlite(path: Path) -> bool:
@@ -41,11 +50,14 @@ class _Db:
         self.path = path
         self.uri = f"file:{path}?mode=ro&immutable=1"
         try:
-            self.con = sqlite3.connect(self.uri, uri=True)
-            rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
-            self.tables = {r[0] for r in rows}
+            self.con = connect(self.uri)
+            rows = self.con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
         except sqlite3.DatabaseError as e:
             raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
+        why = refused_schema(rows, READ_TABLES)
+        if why:
+            raise TraceError(f"{path}: refused: {why} (an nsys export holds plain tables only)")
+        self.tables = {name for kind, name, _, _ in rows if kind == "table"}
         self._cols: dict[str, dict[str, bool]] = {}
         self.workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
@@ -65,7 +77,8 @@ class _Db:
         return int(self.con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
     def rowids(self, table: str) -> tuple[int, int] | None:
-        """(smallest rowid - 1, largest rowid): two B-tree seeks, no scan; None for a view."""
+        """(smallest rowid - 1, largest rowid): two B-tree seeks, no scan (views are refused);
+        None for a table without rowids."""
         if table not in self.tables:
             return (0, 0)
         try:
@@ -74,6 +87,25 @@ class _Db:
         except sqlite3.OperationalError:
             return None
         return (int(lo) - 1, int(hi)) if isinstance(lo, int) and isinstance(hi, int) else (0, 0)
+
+    def spans(self, table: str) -> list[tuple[int, int] | None]:
+        """The rowid ranges a table is read in: CHUNK rowids each, or, where the rowids are
+        sparse (more than MAX_SPANS such ranges), CHUNK rows each, their bounds found by
+        stepping the rowid B-tree (one pass), so a file with rowids 1 and 2**62 is two rows."""
+        ids = self.rowids(table)
+        if ids is None:
+            return [None]
+        lo, hi = ids
+        if (hi - lo) // CHUNK <= MAX_SPANS:
+            return [(a, min(a + CHUNK, hi)) for a in range(lo, hi, CHUNK)]
+        out: list[tuple[int, int] | None] = []
+        q = f'SELECT rowid FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT 1 OFFSET ?'
+        while lo < hi:
+            row = self.con.execute(q, (lo, CHUNK - 1)).fetchone()
+            end = hi if row is None else int(row[0])
+            out.append((lo, end))
+            lo = end
+        return out
 
     def num(self, table: str, col: str, null: int = -1) -> str:
         """A column as an integer SQL expression (NULL -> `null`; float timestamps are rounded)."""
@@ -100,12 +132,10 @@ class _Db:
         own connections in a few threads (sqlite3 releases the GIL while a statement runs)."""
         cats = ", ".join(f"group_concat({e}, ',')" for e in exprs)
         sql = f'SELECT count(*), {cats} FROM "{table}" WHERE ({where})'
-        ids = self.rowids(table)
-        spans: list[tuple[int, int] | None] = [None] if ids is None else [
-            (lo, lo + CHUNK) for lo in range(ids[0], ids[1], CHUNK)]
+        spans = self.spans(table)
 
         def one(span: tuple[int, int] | None) -> np.ndarray:
-            con = sqlite3.connect(self.uri, uri=True)
+            con = connect(self.uri)
             try:
                 q, args = (sql, ()) if span is None else (sql + " AND rowid > ? AND rowid <= ?", span)
                 n, *texts = con.execute(q, args).fetchone()

@@ -1,11 +1,14 @@
 """The PostgreSQL queue: procrastinate (its schema comes in through migration 0007). One
-procrastinate task per job kind, all on the `perfwarden` queue; retries with the kind's doubling
+procrastinate task per job kind, on its lane's queue (QUEUES: trace analysis on
+`perfwarden-trace`, every other kind on `perfwarden`), each queue run by a worker of its own
+with its lane's concurrency; retries with the kind's doubling
 backoff; a job whose worker was killed (no heartbeat for `job_lease_s`) is put back by the
 next worker's sweep. Tasks are plain functions; procrastinate runs them in a thread."""
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -19,10 +22,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from .tasks import KINDS, Context, Kind, delay_s
+from .tasks import KINDS, Context, Kind, delay_s, lane_workers
 
 log = logging.getLogger("perfwarden.jobs")
 QUEUE = "perfwarden"
+QUEUES = {"trace": "perfwarden-trace", "default": QUEUE}  # lane (tasks.LANES) -> queue
 
 
 def conninfo(url: str) -> str:
@@ -46,9 +50,9 @@ def make_app(settings: Settings, ctx: Context | None = None) -> procrastinate.Ap
     """The procrastinate app with one task per kind; `ctx` is what a worker's tasks run with
     (None for an app that only defers)."""
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=conninfo(settings.database_url), min_size=1, max_size=4))
+        conninfo=conninfo(settings.database_url), min_size=1, max_size=8))
     for name, kind in KINDS.items():
-        app.task(name=name, queue=QUEUE, pass_context=True,
+        app.task(name=name, queue=QUEUES[kind.lane], pass_context=True,
                  retry=_Backoff(kind, settings))(_runner(name, kind, ctx))
     return app
 
@@ -146,22 +150,31 @@ async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Ev
         await _sweep(app, lease)  # the killed workers' jobs first, then `then` (the start-up
         if then is not None:      # sweep of pending traces), so these stand for their traces
             await asyncio.to_thread(then)
-        worker = asyncio.create_task(app.run_worker_async(
-            queues=[QUEUE], wait=wait, install_signal_handlers=signals, concurrency=1,
-            update_heartbeat_interval=max(0.2, lease / 4), stalled_worker_timeout=lease,
-            fetch_job_polling_interval=settings.job_poll_s, listen_notify=True,
-            delete_jobs="successful"))
-        while not worker.done():
-            await asyncio.wait([worker], timeout=min(lease / 2, 1.0))
-            if stop is not None and stop.is_set():
-                worker.cancel()
+        stop = stop or threading.Event()
+        if signals:  # one handler for the lanes' workers: a signal stops them all
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+        # a worker per lane; a job that was queued before the lanes (a trace analysis on
+        # `perfwarden`) is run where it waits
+        workers = [asyncio.create_task(app.run_worker_async(
+            queues=[QUEUES[lane]], wait=wait, install_signal_handlers=False, concurrency=n,
+            name=f"perfwarden-{lane}", update_heartbeat_interval=max(0.2, lease / 4),
+            stalled_worker_timeout=lease, fetch_job_polling_interval=settings.job_poll_s,
+            listen_notify=True, delete_jobs="successful"))
+            for lane, n in lane_workers(settings).items()]
+        while not all(w.done() for w in workers):
+            await asyncio.wait(workers, timeout=min(lease / 2, 1.0))
+            if stop.is_set():
+                for w in workers:
+                    w.cancel()
                 break
-            if not worker.done():
-                await _sweep(app, lease)
-        try:
-            await worker
-        except asyncio.CancelledError:
-            pass
+            await _sweep(app, lease)
+        for w in workers:
+            try:
+                await w
+            except asyncio.CancelledError:
+                pass
 
 
 def run_worker(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
@@ -176,10 +189,10 @@ def run_worker(settings: Settings, sessions: sessionmaker[Session], wait: bool =
 
 
 def pending(settings: Settings) -> int:
-    """Jobs waiting or running on the perfwarden queue."""
+    """Jobs waiting or running on the lanes' queues."""
     import psycopg
 
     with psycopg.connect(conninfo(settings.database_url)) as con:
-        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = %s AND "
-                          "status IN ('todo', 'doing')", (QUEUE,)).fetchone()
+        row = con.execute("SELECT count(*) FROM procrastinate_jobs WHERE queue_name = ANY(%s) "
+                          "AND status IN ('todo', 'doing')", (list(QUEUES.values()),)).fetchone()
     return int(row[0]) if row else 0

@@ -1,8 +1,8 @@
 """The embedded queue: the `jobs` table through SQLAlchemy (SQLite default). A worker claims the
-oldest due job with one UPDATE and a lease, renews the lease while the job runs, and on failure
-puts it back with a doubling delay; a job whose worker was killed is taken over once its lease
-runs out. `perfwarden serve` runs one such worker in a thread; `perfwarden worker` runs one
-in a process of its own."""
+oldest due job of its lane with one UPDATE and a lease, renews the lease while the job runs, and
+on failure puts it back with a doubling delay; a job whose worker was killed is taken over once
+its lease runs out. `perfwarden serve` runs the lanes' workers in threads; `perfwarden worker`
+runs them in a process of its own."""
 from __future__ import annotations
 
 import logging
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..usecases import jobs as usecase
-from .tasks import KINDS, Context, delay_s
+from .tasks import KINDS, Context, delay_s, kinds_of, lane_workers
 
 log = logging.getLogger("perfwarden.jobs")
 
@@ -35,16 +35,20 @@ class TableQueue:
 
 
 class TableWorker:
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], name: str | None = None):
+    """Runs the jobs of one lane (tasks.LANES; None: every kind)."""
+
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], name: str | None = None,
+                 lane: str | None = None):
         self.settings, self.sessions = settings, sessions
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.kinds = kinds_of(lane) if lane is not None else None
         self.ctx = Context(settings, sessions, TableQueue(settings, sessions))
         self.stop = threading.Event()
 
     def run_one(self) -> bool:
         """Claim and run one due job; False when none is due."""
         lease = self.settings.job_lease_s
-        job = usecase.claim(self.sessions, self.name, lease)
+        job = usecase.claim(self.sessions, self.name, lease, self.kinds)
         if job is None:
             return False
         kind = KINDS.get(job.kind)
@@ -106,6 +110,27 @@ class TableWorker:
                 if not wait:
                     return
                 self.stop.wait(self.settings.job_poll_s)
+
+
+def run_lanes(settings: Settings, sessions: sessionmaker[Session], stop: threading.Event) -> None:
+    """Workers for every lane, each in a thread (Settings.trace_concurrency, job_concurrency),
+    until `stop`."""
+    threads = []
+    for lane, n in lane_workers(settings).items():
+        for i in range(n):
+            w = TableWorker(settings, sessions, lane=lane)
+            w.stop = stop
+            t = threading.Thread(target=w.run, name=f"perfwarden-jobs-{lane}-{i}", daemon=True)
+            t.start()
+            threads.append(t)
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
 
 
 def pending(sessions: sessionmaker[Session]) -> int:

@@ -42,6 +42,21 @@ class Kind:
     attempts: Callable[[Settings], int]
     backoff_s: Callable[[Settings], float]
     give_up: Callable[[Context, dict[str, Any], str], None] | None = None
+    lane: str = "default"  # the lane (LANES) whose workers run it
+
+
+# Each lane has workers of its own (Settings.trace_concurrency, job_concurrency), so a trace
+# analysis, however long, never holds up an alert, a delivery or a PR comment, nor they it.
+LANES = ("trace", "default")
+
+
+def kinds_of(lane: str) -> list[str]:
+    return [name for name, kind in KINDS.items() if kind.lane == lane]
+
+
+def lane_workers(settings: Settings) -> dict[str, int]:
+    """How many jobs each lane runs at once in one worker."""
+    return {"trace": settings.trace_concurrency, "default": settings.job_concurrency}
 
 
 def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
@@ -51,10 +66,12 @@ def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
 
 # --- trace analysis ------------------------------------------------------------------------
 def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
+    from ..sandbox import Sandbox
     from ..usecases import traces
 
     traces.analyze_pending(ctx.sessions, ctx.settings.data_dir, int(args["trace_id"]),
-                           before=lambda: pause_point("trace:analyze"))
+                           before=lambda: pause_point("trace:analyze"),
+                           sandbox=Sandbox.of(ctx.settings))
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
@@ -142,7 +159,8 @@ def _backoff(s: Settings) -> float:
 
 
 KINDS: dict[str, Kind] = {
-    "analyze_trace": Kind(_analyze_trace, _attempts, _backoff, give_up=_trace_failed),
+    "analyze_trace": Kind(_analyze_trace, _attempts, _backoff, give_up=_trace_failed,
+                          lane="trace"),
     "evaluate_alerts": Kind(_evaluate_alerts, _attempts, _backoff),
     "summarize": Kind(_summarize, _attempts, _backoff),
     # the webhook keeps its own retry settings (PERFWARDEN_ALERT_RETRIES, _ALERT_BACKOFF_S)

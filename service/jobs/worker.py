@@ -21,12 +21,14 @@ def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
     from .sweep import requeue_pending
 
     if settings.is_sqlite:
-        from .table import TableWorker
+        from .table import TableWorker, run_lanes
 
         if sweep:
             requeue_pending(settings, sessions)
-
-        w = TableWorker(settings, sessions)
+        if wait:  # the lanes' workers side by side
+            run_lanes(settings, sessions, stop or threading.Event())
+            return
+        w = TableWorker(settings, sessions)  # what is due now, every lane, here
         if stop is not None:
             w.stop = stop
         w.run(wait)

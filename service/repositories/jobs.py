@@ -2,6 +2,7 @@
 commits; each function is one short statement or two so the caller's transaction stays short."""
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, or_, select, update
@@ -24,12 +25,16 @@ def add(session: Session, kind: str, args: dict, coalesce: str | None, max_attem
     return True
 
 
-def claim(session: Session, worker: str, now: datetime, lease_s: float) -> Job | None:
-    """The oldest due job: waiting and due, or running under a lease that ran out (its worker
-    died). One UPDATE, so two workers never take the same job."""
+def claim(session: Session, worker: str, now: datetime, lease_s: float,
+          kinds: Collection[str] | None = None) -> Job | None:
+    """The oldest due job (of `kinds`, a lane's; None: any): waiting and due, or running under a
+    lease that ran out (its worker died). One UPDATE, so two workers never take the same job."""
     due = select(Job.id).where(or_(
         (Job.state == "todo") & (Job.run_after <= now),
-        (Job.state == "doing") & (Job.locked_until < now))).order_by(Job.id).limit(1)
+        (Job.state == "doing") & (Job.locked_until < now)))
+    if kinds is not None:
+        due = due.where(Job.kind.in_(list(kinds)))
+    due = due.order_by(Job.id).limit(1)
     job_id = session.scalar(update(Job).where(Job.id == due.scalar_subquery()).values(
         state="doing", worker=worker, attempts=Job.attempts + 1,
         locked_until=now + timedelta(seconds=lease_s)).returning(Job.id))

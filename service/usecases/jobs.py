@@ -29,9 +29,10 @@ def enqueue(sessions: SessionFactory, kind: str, args: dict[str, Any],
         return repo.add(session, kind, args, coalesce, max_attempts, now(), after_s)
 
 
-def claim(sessions: SessionFactory, worker: str, lease_s: float) -> Claimed | None:
+def claim(sessions: SessionFactory, worker: str, lease_s: float,
+          kinds: list[str] | None = None) -> Claimed | None:
     with transaction(sessions) as session:
-        job = repo.claim(session, worker, now(), lease_s)
+        job = repo.claim(session, worker, now(), lease_s, kinds)
         if job is None:
             return None
         return Claimed(job.id, job.kind, dict(job.args), job.attempts, job.max_attempts)

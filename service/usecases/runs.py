@@ -11,6 +11,7 @@ from ..errors import Conflict, DomainError
 from ..format import series_short
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
+from ..sandbox import Sandbox
 
 
 def get(session: Session, run_id: int) -> dict[str, Any]:
@@ -31,13 +32,15 @@ def page(session: Session, benchmark: str | None = None, label: str | None = Non
             "count": count}
 
 
-def run_view(session: Session, data_dir: Path, run_id: int, steps: int) -> dict[str, Any]:
-    """The run with its series name and the per-stream timelines of its first traces."""
+def run_view(session: Session, data_dir: Path, run_id: int, steps: int,
+             sandbox: Sandbox | None = None) -> dict[str, Any]:
+    """The run with its series name and the per-stream timelines of its first traces (each
+    parsed in the sandbox)."""
     run = get(session, run_id)
     timelines = []
     for t in [t for t in run["traces"] if t["state"] == "done"][:2]:
         try:
-            data = tracestore.timeline_of(data_dir, t["sha256"], t["filename"], steps)
+            data = tracestore.timeline_of(data_dir, t["sha256"], t["filename"], steps, sandbox)
         except DomainError as e:
             timelines.append({"trace": t, "error": e.message})
             continue

@@ -19,6 +19,7 @@ from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid, NotFound
 from ..repositories import runs as runs_repo
 from ..repositories import traces as repo
+from ..sandbox import Sandbox
 
 if TYPE_CHECKING:
     from ..models import Run, TraceFile
@@ -121,10 +122,13 @@ def accept(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
 
 
 def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
-                    before: Callable[[], None] = lambda: None) -> None:
+                    before: Callable[[], None] = lambda: None,
+                    sandbox: Sandbox | None = None) -> None:
     """The analysis job: analyze a pending trace and record it `done`; once the run's set is
     complete (`set_size` files, all done), the run's summary covers them together. A file that
-    is no readable trace is recorded `failed` with the reason (not retried: it will not change).
+    is no readable trace, or whose analysis breaks a limit of the sandbox (its deadline, memory,
+    CPU time, the inflate caps), is recorded `failed` with the reason, once (not retried: it
+    would end the same way).
     A trace already done or gone is left as it is (the job may run twice after a crash).
 
     No analysis runs inside a transaction: the file's and the set's are done first, then one
@@ -133,12 +137,12 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     the trace `pending` and its job, retried, does it again. A rank of a set keeps its loaded
     columns (tracestore.columns_dir) until the set's summary is recorded, so the set's analysis
     parses no rank twice."""
-    _analyze_pending(sessions, data_dir, trace_id, before)
+    _analyze_pending(sessions, data_dir, trace_id, before, sandbox)
     sweep_columns(sessions, data_dir)  # after every job, those that return early too
 
 
 def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
-                     before: Callable[[], None]) -> None:
+                     before: Callable[[], None], sandbox: Sandbox | None) -> None:
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is None or state_of(row) != "pending":
@@ -147,7 +151,8 @@ def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     keep_in = tracestore.columns_dir(data_dir) if of_set else None  # the set reads them back
     before()
     try:
-        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name, keep_in)
+        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name, keep_in,
+                                               sandbox)
     except Invalid as e:
         mark_failed(sessions, trace_id, e.message, data_dir)
         return
@@ -166,14 +171,15 @@ def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
             needs_set = complete and len(held) > 1 and (whole is None or whole[0] != ids)
             if not needs_set or attempt == 2:
                 if needs_set:  # the set kept changing under the analysis: this once in the lock
-                    whole = (ids, tracestore.analyze_set(_files(data_dir, held), keep_in))
+                    whole = (ids, tracestore.analyze_set(_files(data_dir, held), keep_in,
+                                                         sandbox))
                 row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
                 if complete and run is not None:
                     run.trace_summary = _run_summary(
                         run, whole[1] if whole is not None and len(held) > 1 else summary)
                 return
             files = _files(data_dir, held)
-        whole = (ids, tracestore.analyze_set(files, keep_in))  # outside any transaction
+        whole = (ids, tracestore.analyze_set(files, keep_in, sandbox))  # outside a transaction
 
 
 def sweep_columns(sessions: SessionFactory, data_dir: Path) -> None:
@@ -228,13 +234,18 @@ def download_path(session: Session, data_dir: Path, trace_id: int) -> tuple[Path
     return path, row.filename
 
 
-def timeline(sessions: SessionFactory, data_dir: Path, trace_id: int,
-             steps: int) -> dict[str, Any]:
+def timeline(sessions: SessionFactory, data_dir: Path, trace_id: int, steps: int,
+             sandbox: Sandbox | None = None) -> dict[str, Any]:
+    """The trace's timeline (parsed in the sandbox); a trace whose analysis failed is refused
+    with its reason, not parsed again."""
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is None:
             raise NotFound(f"trace {trace_id} not found")
-        sha, name = row.sha256, row.filename
-    return {"trace_id": trace_id, **tracestore.timeline_of(data_dir, sha, name, steps)}
+        sha, name, state, error = row.sha256, row.filename, state_of(row), row.error
+    if state == "failed":
+        raise Invalid(f"trace {trace_id} failed its analysis: {error}", code="bad_trace")
+    return {"trace_id": trace_id,
+            **tracestore.timeline_of(data_dir, sha, name, steps, sandbox)}
 
 

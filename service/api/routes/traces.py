@@ -9,6 +9,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from ... import tracestore
 from ...jobs import tasks
+from ...sandbox import Sandbox
 from ...schemas import StagedTraceOut, TraceOut
 from ...usecases import traces, uploads
 from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep, WriteAccess
@@ -74,6 +75,8 @@ def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
 @router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=ERRORS)
 async def trace_timeline(trace_id: Id, request: Request,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
-    """Per-stream op intervals of a few decode steps (us from the first step's start)."""
-    return await run_in_threadpool(traces.timeline, request.app.state.sessions,
-                                   request.app.state.settings.data_dir, trace_id, steps)
+    """Per-stream op intervals of a few decode steps (us from the first step's start), parsed
+    in the analysis sandbox; a trace whose analysis failed is 422 with its reason."""
+    s = request.app.state.settings
+    return await run_in_threadpool(traces.timeline, request.app.state.sessions, s.data_dir,
+                                   trace_id, steps, Sandbox.of(s))

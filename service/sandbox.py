@@ -1,0 +1,171 @@
+"""The process every trace analysis runs in (upload job, run page, timeline): forked, at the
+lowest CPU priority, in a process group of its own, with a wall-clock deadline, address-space
+and CPU-time limits and caps on inflated gzip data. Past any of them, the analysis is a
+TraceError, final: the same file would break the same limit again."""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import multiprocessing as mp
+import os
+import resource
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from collectors.traces import TraceError
+from collectors.traces.load import MAX_INFLATED_ENV, MAX_RATIO_ENV
+
+from .config import Settings
+
+DEADLINE_BASE_S = 60.0  # the default deadline of an analysis: this, plus
+DEADLINE_BYTES_S = 1e6  # one second per this many bytes of its files
+CPU_PER_DEADLINE = 4  # the default CPU-time limit: this many times the deadline
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The limits of an analysis process (Settings.analysis_*, max_inflate*): a wall-clock
+    deadline, an address-space limit and a CPU-time limit on it, caps on inflated gzip data."""
+
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+    cpu_s: float | None = None
+    max_inflated_bytes: int = 32 << 30
+    max_inflate_ratio: float = 100.0
+
+    @classmethod
+    def of(cls, s: Settings) -> Sandbox:
+        return cls(s.analysis_timeout_s, s.analysis_memory_mb, s.analysis_cpu_s,
+                   s.max_inflated_bytes, s.max_inflate_ratio)
+
+    def deadline_s(self, nbytes: int) -> float:
+        return self.timeout_s or DEADLINE_BASE_S + nbytes / DEADLINE_BYTES_S
+
+    def memory_bytes(self) -> int:
+        if self.memory_mb:
+            return self.memory_mb << 20
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+    def cpu_limit_s(self, nbytes: int) -> int:
+        return int(self.cpu_s or CPU_PER_DEADLINE * self.deadline_s(nbytes)) + 1
+
+    def enter(self, nbytes: int) -> None:
+        """In the analysis process: its limits (its forked pieces inherit them)."""
+        mem = self.memory_bytes()
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        cpu = self.cpu_limit_s(nbytes)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.environ[MAX_INFLATED_ENV] = str(self.max_inflated_bytes)
+        os.environ[MAX_RATIO_ENV] = repr(self.max_inflate_ratio)
+
+
+def _lowest_priority() -> None:
+    """The analysis process's CPU class: SCHED_IDLE runs only where no other process wants the
+    core, so gate requests, ingest and the database go first. (Nice 10 alone, as the worker
+    runs, still let a parse take most of a core beside busy API workers: measured 60-80 ms of
+    every 100 ms while gate requests waited.)"""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:
+        os.nice(19)
+
+
+def _child(out: Any, work: Callable[[], Any], parent: int, sandbox: Sandbox,
+           nbytes: int) -> None:
+    """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
+    whole), killed with the worker (PR_SET_PDEATHSIG), under the sandbox's limits, none of the
+    parent's objects collected (their finalizers may want locks or sockets of the server's
+    threads), and an exit that skips the interpreter's shutdown."""
+    gc.freeze()
+    try:
+        os.setpgid(0, 0)
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+        if os.getppid() != parent:  # the worker died before prctl took
+            os._exit(1)
+        _lowest_priority()
+        sandbox.enter(nbytes)
+        try:
+            out.send(("ok", work()))
+        except TraceError as e:
+            out.send(("trace", str(e)))
+        except MemoryError:
+            out.send(("trace", f"refused: the analysis ran out of memory (its limit: "
+                               f"{sandbox.memory_bytes() >> 20:,} MB, "
+                               "PERFWARDEN_ANALYSIS_MEMORY_MB)"))
+        except BaseException as e:  # noqa: BLE001 - named to the caller, who raises it
+            out.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        os._exit(0)
+
+
+def _death(code: int | None, sandbox: Sandbox, nbytes: int) -> str | None:
+    """Why an analysis process that a signal ended is refused for good (it would end the same
+    way again); None for an exit that says nothing of the trace."""
+    if code is None or code >= 0:
+        return None
+    if -code == signal.SIGXCPU:
+        return (f"refused: the analysis ran past its CPU-time limit of "
+                f"{sandbox.cpu_limit_s(nbytes)} s (PERFWARDEN_ANALYSIS_CPU_S)")
+    if -code == signal.SIGKILL:
+        return "refused: the analysis process was killed (signal 9: out of memory?)"
+    return f"refused: the analysis process died of signal {-code}"
+
+
+def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None) -> T:
+    """`work` in a process of its own, forked for it on Linux (as the rank-set loader forks:
+    the child touches no lock the server's threads hold) at the lowest CPU priority, under the
+    sandbox's limits and deadline (`nbytes`: the size of the files it reads, which scales the
+    defaults); single-threaded, it may fork its pieces, and its memory is returned when it
+    ends. Past the deadline, a limit or a cap, or ended by a signal: TraceError (final, not
+    worth retrying). Elsewhere (no fork that is safe beside threads, no SCHED_IDLE, no
+    rlimits) it runs here."""
+    box = sandbox or Sandbox()
+    if not sys.platform.startswith("linux"):
+        return work()
+    deadline = box.deadline_s(nbytes)
+    end = time.monotonic() + deadline
+    ctx = mp.get_context("fork")
+    got, out = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(out, work, os.getpid(), box, nbytes))
+    proc.start()
+    out.close()
+    kind, value = "died", cast(Any, None)
+    try:  # its pieces hold the pipe (and its sentinel) too: a child that died is its exit
+        while not got.poll(max(0.0, min(0.5, end - time.monotonic()))):
+            if not proc.is_alive():
+                break
+            if time.monotonic() >= end:
+                kind = "late"
+                break
+        if kind != "late" and got.poll():
+            kind, value = got.recv()
+    except EOFError:
+        pass
+    finally:
+        got.close()
+        proc.join(0 if kind == "late" else 5)
+        if kind in ("died", "late") or proc.exitcode is None:
+            assert proc.pid is not None  # started; never 0 (that would be this process's group)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group it made: its pieces
+            proc.join()
+    if kind == "late":
+        raise TraceError(f"refused: the analysis ran past its deadline of {deadline:.3g} s "
+                         "(PERFWARDEN_ANALYSIS_TIMEOUT_S)")
+    if kind == "died":
+        why = _death(proc.exitcode, box, nbytes)
+        if why:
+            raise TraceError(why)
+        raise RuntimeError(f"the trace analysis process died (exit code {proc.exitcode})")
+    if kind == "trace":
+        raise TraceError(value)
+    if kind == "error":
+        raise RuntimeError(f"trace analysis failed: {value}")
+    return cast(T, value)
