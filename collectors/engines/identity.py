@@ -119,14 +119,15 @@ SGLANG_TIME = re.compile(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
 VLLM_TIME = re.compile(r"(?:INFO|WARNING|DEBUG|ERROR) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
 
 
-def log_started_at(text: str, year: int) -> str | None:
-    """The first time stamp of a log, as UTC ISO 8601 (vLLM's lack the year: `year`)."""
+def log_started_at(text: str, year: int | None) -> str | None:
+    """The first time stamp of a log, as UTC ISO 8601. vLLM's lack the year: without `year`
+    they give nothing (the file's mtime is no year: it changes with every copy)."""
     m = SGLANG_TIME.search(text)
     if m:
         y, mo, d, h, mi, s = map(int, m.groups())
     else:
         m = VLLM_TIME.search(text)
-        if not m:
+        if not m or year is None:
             return None
         mo, d, h, mi, s = map(int, m.groups())
         y = year
