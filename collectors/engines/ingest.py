@@ -10,7 +10,7 @@ from typing import Any
 
 from ..env import git_identity, nvidia_smi_gpus
 from ..record import check, resolve_trace_files
-from .identity import split
+from .identity import is_architecture, split
 from .logs import LogFacts, looks_like_log, parse_log
 from .vllm import (
     EngineOutputError,
@@ -144,7 +144,8 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
                 r["_files"] = [file_id]
         records.extend(got)
     if log_facts and records:
-        _apply_logs(records, log_facts)
+        settled = set((identity.config if identity else {}) or {}) | set(extra_config or {})
+        _apply_logs(records, log_facts, settled)
     elif log_facts:
         records = [_log_record(p, facts, file_id, benchmark, label)
                    for p, facts, file_id in log_facts]
@@ -179,21 +180,49 @@ def _read(p: Path) -> tuple[list[dict] | None, str, str]:
     return objs, text, file_id
 
 
-def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]]) -> None:
+def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]],
+                settled: set[str]) -> None:
     """Server logs beside engine results: their KV-cache figures, settings and start time go
-    into every engine-output record."""
-    for _, facts, file_id in log_facts:
+    into every engine-output record. A log that names another model or tp than the result is
+    another server's: refused, unless `--config` gives that key."""
+    for p, facts, file_id in log_facts:
         for rec in records:
             if not rec.get("_engine"):
                 continue
+            _check_agrees(p, rec, facts, settled)
             rec["metrics"].update(facts.metrics())
             if facts.kv_derived:
                 rec.setdefault("kv_cache", {})["derived"] = True
             for k, v in facts.config.items():  # the server's settings beside the result
+                if k == "model" and is_architecture(v) and rec["config"].get("model"):
+                    continue  # the result names the model; the log only its class
                 rec["config"].setdefault(k, v)
+            if facts.meta:
+                rec["meta"] = {**facts.meta, **(rec.get("meta") or {})}
             rec["_files"].append(file_id)
             if not rec.get("started_at"):
                 rec["started_at"] = facts.started_at
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """One model under two spellings: a hub name and a local path to it end alike."""
+    return str(a).rstrip("/").split("/")[-1].lower() == str(b).rstrip("/").split("/")[-1].lower()
+
+
+def _check_agrees(p: Path, rec: dict, facts: LogFacts, settled: set[str]) -> None:
+    cfg = rec["config"]
+    for key in ("model", "tp"):
+        mine, theirs = cfg.get(key), facts.config.get(key)
+        if key in settled or mine is None or theirs is None:
+            continue
+        if key == "model" and (is_architecture(theirs) or _same_model(mine, theirs)):
+            continue
+        if key == "tp" and mine == theirs:
+            continue
+        raise EngineOutputError(
+            f"{p}: the log's {key}={theirs} is not the result's {key}={mine} "
+            f"({rec['source']['file']}): another server's log? Give --config {key}=... to say "
+            "which is right")
 
 
 def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
@@ -204,6 +233,7 @@ def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
         raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
     return {"benchmark": benchmark or f"{facts.engine}-server",
             "config": dict(facts.config), "metrics": m,
+            **({"meta": dict(facts.meta)} if facts.meta else {}),
             "started_at": facts.started_at,
             "source": {"kind": f"{facts.engine}-log", "file": p.name},
             **({"label": label} if label else {}),
@@ -224,6 +254,12 @@ def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
         _apply_identity(rec, ident, engine_output, env)
         if engine_output:
             _started_and_key(rec, ident, files or [], i, warnings)
+            missing = [k for k in ("model", "tp") if rec["config"].get(k) is None]
+            if missing:
+                warnings.append(
+                    f"record {i} ({rec['benchmark']}): no {' and no '.join(missing)} known; it "
+                    "may share a series with another server's runs (give "
+                    f"{' '.join(f'--config {k}=...' for k in missing)})")
         if not (rec.get("hardware") or {}).get("gpu"):
             warnings.append(f"record {i} ({rec['benchmark']}): no GPU model is known (give --gpu); "
                             "it cannot be matched to a series of another GPU")

@@ -27,6 +27,7 @@ class LogFacts:
     kv_max_concurrency: float | None = None
     warnings: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)  # the workload keys the server logged
+    meta: dict = field(default_factory=dict)  # its other settings
     started_at: str | None = None  # its first time stamp that names the year
 
     def metrics(self) -> dict:
@@ -51,7 +52,8 @@ def parse_log(path: Path, text: str | None = None, year: int | None = None) -> L
     if text is None:
         text = path.read_text(errors="replace")
     text = ANSI.sub("", text)
-    facts = LogFacts(config=server_config(text))
+    config, meta = server_config(text)
+    facts = LogFacts(config=config, meta=meta)
     facts.started_at = log_started_at(text, year)
     sgl_max = _ints(SGL_MAX.findall(text))
     sgl_alloc = _ints(SGL_ALLOC.findall(text))
