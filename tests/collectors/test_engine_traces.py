@@ -39,6 +39,8 @@ ROUTED = GUARD_PRESETS["moe-routed"]
      ["execute_8192_context_9(sq8155sk8430)_generation_37(sq37sk34489)",
       "execute_context_2(300)_generation_6(6)", "execute_new_3_cached_9"]),
     (["ProfilerStep#0", "aten::mm"], "auto: pytorch", ["ProfilerStep#0"], []),
+    (["prefill_step", "decode_step_0", "decode_step_1"], "auto: decode_step",
+     ["decode_step_0", "decode_step_1"], ["prefill_step"]),
 ])
 def test_step_families(names, source, decode, prefill):
     import re
