@@ -45,19 +45,6 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=cmd_ingest)
 
 
-def _config_value(text: str):
-    """KEY=VALUE values: integers, numbers, true/false, else the string."""
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ..engines.ingest import Identity, ingest
     from ..engines.traces import attach as attach_traces
@@ -88,13 +75,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _config(items: list[str]) -> dict:
-    """`--config KEY=VALUE` (repeatable)."""
+    """`--config KEY=VALUE` (repeatable), each value read as a log's settings are."""
+    from ..engines.identity import config_value
+
     config = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise CliError(f"--config {item!r}: expected KEY=VALUE")
-        config[key] = _config_value(value)
+        config[key] = config_value(value)
     return config
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..env import git_identity, nvidia_smi_gpus, utc_now
+from ..env import git_identity, nvidia_smi_gpus
 from ..record import check, resolve_trace_files
-from .identity import split
+from .identity import is_architecture, split
 from .logs import LogFacts, looks_like_log, parse_log
 from .vllm import (
     EngineOutputError,
@@ -65,7 +65,7 @@ class Identity:
     gpu_count: int | None = None
     repository: str | None = None
     pr: int | None = None
-    started_at: str | None = None  # ISO 8601; else the file's own time, else its mtime
+    started_at: str | None = None  # ISO 8601; else the file's own time, else the server's
     detect: bool = True  # look at the environment for what is not given
 
 
@@ -142,10 +142,10 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
             r["_engine"] = engine
             if engine:
                 r["_files"] = [file_id]
-                r["_mtime"] = p.stat().st_mtime
         records.extend(got)
     if log_facts and records:
-        _apply_logs(records, log_facts)
+        settled = set((identity.config if identity else {}) or {}) | set(extra_config or {})
+        _apply_logs(records, log_facts, settled)
     elif log_facts:
         records = [_log_record(p, facts, file_id, benchmark, label)
                    for p, facts, file_id in log_facts]
@@ -180,21 +180,49 @@ def _read(p: Path) -> tuple[list[dict] | None, str, str]:
     return objs, text, file_id
 
 
-def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]]) -> None:
+def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]],
+                settled: set[str]) -> None:
     """Server logs beside engine results: their KV-cache figures, settings and start time go
-    into every engine-output record."""
-    for _, facts, file_id in log_facts:
+    into every engine-output record. A log that names another model or tp than the result is
+    another server's: refused, unless `--config` gives that key."""
+    for p, facts, file_id in log_facts:
         for rec in records:
             if not rec.get("_engine"):
                 continue
+            _check_agrees(p, rec, facts, settled)
             rec["metrics"].update(facts.metrics())
             if facts.kv_derived:
                 rec.setdefault("kv_cache", {})["derived"] = True
             for k, v in facts.config.items():  # the server's settings beside the result
+                if k == "model" and is_architecture(v) and rec["config"].get("model"):
+                    continue  # the result names the model; the log only its class
                 rec["config"].setdefault(k, v)
+            if facts.meta:
+                rec["meta"] = {**facts.meta, **(rec.get("meta") or {})}
             rec["_files"].append(file_id)
             if not rec.get("started_at"):
                 rec["started_at"] = facts.started_at
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """One model under two spellings: a hub name and a local path to it end alike."""
+    return str(a).rstrip("/").split("/")[-1].lower() == str(b).rstrip("/").split("/")[-1].lower()
+
+
+def _check_agrees(p: Path, rec: dict, facts: LogFacts, settled: set[str]) -> None:
+    cfg = rec["config"]
+    for key in ("model", "tp"):
+        mine, theirs = cfg.get(key), facts.config.get(key)
+        if key in settled or mine is None or theirs is None:
+            continue
+        if key == "model" and (is_architecture(theirs) or _same_model(mine, theirs)):
+            continue
+        if key == "tp" and mine == theirs:
+            continue
+        raise EngineOutputError(
+            f"{p}: the log's {key}={theirs} is not the result's {key}={mine} "
+            f"({rec['source']['file']}): another server's log? Give --config {key}=... to say "
+            "which is right")
 
 
 def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
@@ -205,11 +233,12 @@ def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
         raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
     return {"benchmark": benchmark or f"{facts.engine}-server",
             "config": dict(facts.config), "metrics": m,
+            **({"meta": dict(facts.meta)} if facts.meta else {}),
             "started_at": facts.started_at,
             "source": {"kind": f"{facts.engine}-log", "file": p.name},
             **({"label": label} if label else {}),
             **({"kv_cache": {"derived": True}} if facts.kv_derived else {}),
-            "_files": [file_id], "_mtime": p.stat().st_mtime}
+            "_files": [file_id]}
 
 
 def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
@@ -219,12 +248,18 @@ def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
            "gpus": nvidia_smi_gpus() if ident.detect else []}
     for i, rec in enumerate(records):
         engine_output = rec.pop("_engine", True)
-        files, mtime = rec.pop("_files", None), rec.pop("_mtime", None)
+        files = rec.pop("_files", None)
         if extra_config:
             rec.setdefault("config", {}).update(extra_config)
         _apply_identity(rec, ident, engine_output, env)
         if engine_output:
-            _started_and_key(rec, ident, files or [], mtime, i)
+            _started_and_key(rec, ident, files or [], i, warnings)
+            missing = [k for k in ("model", "tp") if rec["config"].get(k) is None]
+            if missing:
+                warnings.append(
+                    f"record {i} ({rec['benchmark']}): no {' and no '.join(missing)} known; it "
+                    "may share a series with another server's runs (give "
+                    f"{' '.join(f'--config {k}=...' for k in missing)})")
         if not (rec.get("hardware") or {}).get("gpu"):
             warnings.append(f"record {i} ({rec['benchmark']}): no GPU model is known (give --gpu); "
                             "it cannot be matched to a series of another GPU")
@@ -234,21 +269,21 @@ def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
             raise EngineOutputError(f"record {i}: {e}") from None
 
 
-def _started_and_key(rec: dict, ident: Identity, files: list[str], mtime: float | None,
-                     index: int) -> None:
-    """An engine output's start (spec/api.md v1.2 item 10): --started-at, else what the file
-    says (vLLM's `date`, a log's first time stamp), else the file's mtime; its idempotency key
-    from the files' bytes and the record's identity, never from the time of ingest, so a retry
-    stores nothing new."""
-    from datetime import datetime, timezone
-
+def _started_and_key(rec: dict, ident: Identity, files: list[str], index: int,
+                     warnings: list[str]) -> None:
+    """An engine output's start: --started-at, else what the file says (vLLM's `date`, a log's
+    first time stamp that names the year), else none (the server's time of receipt): a file's
+    mtime changes with every download or copy of the same bytes. Its idempotency key hashes the
+    files' bytes and the record's identity, never a time, so a retry or a re-download of the
+    same files stores nothing new."""
     if ident.started_at:
         rec["started_at"] = ident.started_at
     elif not rec.get("started_at"):
-        rec["started_at"] = datetime.fromtimestamp(mtime, timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ") if mtime is not None else utc_now()
+        rec.pop("started_at", None)
+        warnings.append(f"record {index} ({rec['benchmark']}): no date in its files; the "
+                        "server's time of receipt is its start (give --started-at)")
     who = {k: rec.get(k) for k in ("benchmark", "label", "config", "commit", "branch",
-                                   "repository", "pr", "hardware", "started_at")}
+                                   "repository", "pr", "hardware")}
     blob = json.dumps({"files": files, "index": index, "identity": who}, sort_keys=True,
                       separators=(",", ":"), default=str)
     rec["idempotency_key"] = "pw1f-" + hashlib.sha256(blob.encode()).hexdigest()[:40]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ..record import metric
@@ -28,7 +27,8 @@ class LogFacts:
     kv_max_concurrency: float | None = None
     warnings: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)  # the workload keys the server logged
-    started_at: str | None = None  # its first time stamp
+    meta: dict = field(default_factory=dict)  # its other settings
+    started_at: str | None = None  # its first time stamp that names the year
 
     def metrics(self) -> dict:
         out = {}
@@ -52,10 +52,8 @@ def parse_log(path: Path, text: str | None = None, year: int | None = None) -> L
     if text is None:
         text = path.read_text(errors="replace")
     text = ANSI.sub("", text)
-    facts = LogFacts(config=server_config(text))
-    if year is None:  # vLLM's time stamps have no year: the file's
-        year = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).year if path.exists() \
-            else datetime.now(timezone.utc).year
+    config, meta = server_config(text)
+    facts = LogFacts(config=config, meta=meta)
     facts.started_at = log_started_at(text, year)
     sgl_max = _ints(SGL_MAX.findall(text))
     sgl_alloc = _ints(SGL_ALLOC.findall(text))

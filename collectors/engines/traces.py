@@ -9,6 +9,13 @@ contributes the trace files in it (and below it):
 - nsys: a `.sqlite` export (plain or gzipped), else a `.nsys-rep` report;
 - this project's collector: `trace_M{M}_rank{r}.json.gz`.
 The set is ordered by rank (the number after `TP-`, `rank`, `TP` or `tp` in the name).
+
+Files given together are grouped into the traces of the run (`trace_groups`): rank files of one
+capture form one set (their names alike but for the rank numbers and time stamps, each rank
+once); files of another phase (SGLang's prefill or extend beside its decode files) or another
+capture (a name that differs otherwise, a rank seen again) are other traces of the same run. A
+run record holds one trace set: the decode set of the first capture (else its first set) is
+attached, and a warning names the traces that are not.
 """
 from __future__ import annotations
 
@@ -67,6 +74,54 @@ def trace_set(items: Sequence[str | Path]) -> list[Path]:
     return sorted(uniq, key=lambda p: (rank_of(p.name) is None, rank_of(p.name) or 0, p.name))
 
 
+_RANK_TOKEN = re.compile(r"(TP-|DP-|PP-|EP-|rank[_-]?|TP|tp|dp|pp|dcp|ep)\d+")
+_TIME_STAMP = re.compile(r"\d{10,}(?:\.\d+)?")
+
+
+def _phase(name: str) -> str:
+    if _DECODE.search(name):
+        return "decode"
+    return "prefill" if _STAGE.search(name) else ""
+
+
+def _capture_key(name: str) -> str:
+    """A file's name less its phase, rank numbers and time stamps: alike for the ranks of one
+    capture."""
+    name = _STAGE.sub("", _DECODE.sub("", name))
+    return _TIME_STAMP.sub("#", _RANK_TOKEN.sub(lambda m: m.group(1) + "#", name))
+
+
+def _stamp(name: str) -> float:
+    m = _TIME_STAMP.search(name)
+    return float(m.group()) if m else 0.0
+
+
+def trace_groups(files: Sequence[Path]) -> list[tuple[str, list[Path]]]:
+    """(phase, files in rank order) of each trace of the run, in the order first given. A name
+    with no rank in it is a capture of its own; a rank seen again under one name is a later
+    capture (its time stamp orders them)."""
+    keyed: dict[tuple[str, str], list[Path]] = {}
+    for p in files:
+        key = (_capture_key(p.name) if rank_of(p.name) is not None else p.name, _phase(p.name))
+        keyed.setdefault(key, []).append(p)
+    out: list[tuple[str, list[Path]]] = []
+    for (_, phase), group in keyed.items():
+        by_rank: dict[int | None, list[Path]] = {}
+        for p in sorted(group, key=lambda p: (_stamp(p.name), p.name)):
+            by_rank.setdefault(rank_of(p.name), []).append(p)
+        for n in range(max(len(v) for v in by_rank.values())):
+            ranks = [v[n] for v in by_rank.values() if len(v) > n]
+            out.append((phase, sorted(ranks, key=lambda p: (rank_of(p.name) or 0, p.name))))
+    return out
+
+
+def _describe(phase: str, files: list[Path]) -> str:
+    ranks = [r for r in (rank_of(p.name) for p in files) if r is not None]
+    what = f"{phase} " if phase else ""
+    return (f"{what}{files[0].name}" + (f" (ranks {', '.join(map(str, ranks))})" if len(ranks) > 1
+                                        else ""))
+
+
 def attach(records: list[dict], items: Sequence[str | Path]) -> list[str]:
     """Put the trace set on the run record; returns warnings. One run only: a trace is the
     profile of one configuration."""
@@ -75,12 +130,13 @@ def attach(records: list[dict], items: Sequence[str | Path]) -> list[str]:
         raise EngineOutputError(f"--trace attaches a trace set to one run, but the input makes "
                                 f"{len(records)} runs (a sweep?): ingest each configuration with "
                                 "its own traces, or give --trials for repeats of one")
-    rec = records[0]
-    rec["trace_files"] = [str(p) for p in files]
-    warnings = []
-    ranks = [rank_of(p.name) for p in files]
-    known = [r for r in ranks if r is not None]
-    if len(known) != len(set(known)):
-        warnings.append(f"--trace: {len(files)} files but ranks {sorted(known)} repeat: are two "
-                        "profiling sessions in one folder? Each file is taken as its own rank")
-    return warnings
+    groups = trace_groups(files)
+    main = next((g for g in groups if g[0] == "decode"), groups[0])
+    records[0]["trace_files"] = [str(p) for p in main[1]]
+    others = [g for g in groups if g is not main]
+    if not others:
+        return []
+    return [f"--trace: {len(groups)} traces of this run (other phases or captures); attached "
+            f"the set {_describe(*main)}; not attached: "
+            f"{'; '.join(_describe(*g) for g in others)} (a run holds one trace set: "
+            "`perfwarden analyze FILE...` reads each of the others)"]

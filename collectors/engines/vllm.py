@@ -116,7 +116,7 @@ def latency_samples(path: Path, obj: dict, batch_size: int | None, output_len: i
 _FLAG = re.compile(r"(?:^|\s)(?:--(batch[-_]size|output[-_]len|input[-_]len|random[-_]input[-_]len|"
                    r"random[-_]output[-_]len|tensor[-_]parallel[-_]size|pipeline[-_]parallel[-_]size|"
                    r"decode[-_]context[-_]parallel[-_]size|max[-_]concurrency|request[-_]rate|dtype|"
-                   r"dataset[-_]name)"
+                   r"dataset[-_]name|model)"
                    r"|-(tp|pp|dcp))[= ](\S+)")
 # canonical config keys (spec/api.md, "Run record") of the flags above
 _CANONICAL = {"tensor_parallel_size": "tp", "pipeline_parallel_size": "pp",

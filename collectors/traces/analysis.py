@@ -250,14 +250,16 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     regex = cast(str, opts.step_regex)
     proj = proj or project(trace, regex)
     roles = stream_roles(trace, proj, opts)
-    nsteps = int(proj.step_start_ns.shape[0])
-    prefill = None
-    if opts.prefill_regex:
-        prefill = int(project(trace, opts.prefill_regex).step_start_ns.shape[0])
-    elif opts.step_source == "auto: decode_step":
-        prefill = 0
+    nsteps = int(proj.step_start_ns.shape[0])  # the steps that hold device work
+    host = step_ranges(trace, regex)
+    prefill = int(step_ranges(trace, opts.prefill_regex).size) if opts.prefill_regex else None
     warnings = list(trace.warnings)
-    if nsteps == 0:
+    if host.size > nsteps:
+        warnings.append(f"{host.size - nsteps} of {host.size} step ranges hold no device work"
+                        + (" (a CPU trace): steps are counted from the host ranges; the device "
+                           "figures have no work to measure" if len(trace.ops) == 0 else
+                           ": they count as steps; the device figures are over the others"))
+    if host.size == 0:
         if len(trace.ops) == 0 and trace.graph_trace_rows:
             pass  # the loader warned about --cuda-graph-trace=node
         elif prefill:
@@ -275,7 +277,7 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     all_steps = np.ones(nsteps, dtype=bool)
     out: dict = {"source": trace.source, "producer": trace.producer,
                  "step_regex": regex, "step_source": opts.step_source,
-                 "min_gap_us": opts.min_gap_us, "steps": nsteps, "prefill_steps": prefill,
+                 "min_gap_us": opts.min_gap_us, "steps": int(host.size), "prefill_steps": prefill,
                  "graph_replay_ops": int(graph_replays(trace)[proj.op_step >= 0].sum())}
     lanes = ln.lanes(trace, proj, roles)
     out.update(ln.lane_figures(lanes, roles, all_steps, opts.min_gap_us))
@@ -284,11 +286,12 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     out["aux_streams"] = [{"device": d, "stream": s} for d in sorted(roles.aux)
                           for s in sorted(roles.aux[d])]
     ranks: list[dict] = []
-    procs = np.unique(proj.step_proc)
+    host_proc = trace.ranges.proc[host]
+    procs = np.unique(np.concatenate([host_proc, proj.step_proc]))
     if procs.size > 1:
         for p in procs.tolist():
             sel = proj.step_proc == p
-            row = {"rank": len(ranks), "process": int(p), "steps": int(sel.sum())}
+            row = {"rank": len(ranks), "process": int(p), "steps": int((host_proc == p).sum())}
             row.update(ln.lane_figures(lanes, roles, sel, opts.min_gap_us))
             row.update(ln.step_times(lanes, proj, sel))
             ranks.append(row)

@@ -13,6 +13,14 @@ Names, from the engines' sources and traces:
   name holds `GroupedGemm` / `grouped_gemm` / `KernelPtrArray`), FlashInfer / TensorRT-LLM MoE
   kernels (`cutlass_fused_moe`, `trtllm_*_moe`, `moe::dev::` / `fused_moe`), DeepGEMM's grouped
   GEMMs (`m_grouped_gemm`, `MGroupedContiguous`, `MGroupedMasked`).
+- triton_kernels' MoE (vLLM's and SGLang's gpt-oss path): the grouped GEMMs `_matmul_ogs_*` and
+  the persistent `_p_matmul_ogs_*` (their names carry the tile after the function's), the
+  routing `_topk_forward` (and vLLM's `_topk_softmax_kernel`), `_combined_routing*`,
+  `_routing_memset_indx` / `_routing_compute_indx`.
+- FlashInfer's CUTLASS fused MoE (TensorRT-LLM's kernels): `expandInputRowsKernel`,
+  `doActivationKernel`, `finalizeMoeRoutingKernel`, `computeStridesTmaWarpSpecializedKernel`;
+  DeepGEMM's API names as they show in ranges: `m_grouped_fp8_gemm_nt_contiguous`,
+  `fp8_m_grouped_gemm_nt_masked`.
 - SGLang: `fused_moe_kernel`, `moe_fused_gate_kernel`, `moe_align_block_size_kernel`,
   `ep_moe`/`grouped_gemm_triton_kernel`.
 - Persistent (resident-grid) kernels of any engine: names holding `persistent` or `resident`.
@@ -25,6 +33,9 @@ GUARD_PRESETS: dict[str, str] = {
         r"moe_fused_gate", r"cutlass_moe", r"cutlass_fused_moe", r"[Gg]rouped_?[Gg]emm",
         r"KernelPtrArray", r"trtllm_\w*moe", r"moe::dev::", r"m_grouped_gemm",
         r"MGrouped(?:Contiguous|Masked)", r"ep_moe", r"persistent", r"resident",
+        r"^_(?:p_)?matmul_ogs", r"^_topk", r"_combined_routing", r"^_routing_",
+        r"expandInputRowsKernel", r"doActivationKernel", r"finalizeMoeRouting",
+        r"computeStridesTmaWarpSpecialized", r"m_grouped_\w*gemm",
     ]),
 }
 

@@ -3,7 +3,8 @@
 Without `--step-regex`, the first family whose ranges a trace holds is its step range. Where the
 names tell prefill from decode, `steps` counts the decode ranges and `prefill_steps` the others:
 
-- `decode_step`: this project's `decode_step_<i>`; never prefill.
+- `decode_step`: this project's `decode_step_<i>`, and `prefill_step` (a generate loop's
+  prompt step beside its `decode_step` ranges) as its prefill.
 - `sglang`: `step[DECODE bs=N]`, `step[EXTEND bs=N toks=M]`, `step[TARGET_VERIFY bs=N]`,
   `step[DRAFT_EXTEND bs=N]`, ... (its `build_step_span_name`; a draft model's forward is
   `draft step[...]`; with detailed annotations more `key=value` fields follow `bs=N`); prefill:
@@ -12,6 +13,8 @@ names tell prefill from decode, `steps` counts the decode ranges and `prefill_st
   (`annotate_profile`), and newer vLLM's `execute_new_N_cached_M`; prefill: `context_N` or
   `new_N` with N > 0 (a mixed step counts as prefill).
 - `pytorch`: `ProfilerStep#N`; cannot tell (`prefill_steps` is null).
+
+A step is a host range: it counts whether or not device work ran in it (a CPU trace has none).
 
 A vLLM trace also holds `ProfilerStep#N` (its worker calls `profiler.step()` each iteration):
 the order above makes the engine's own range win.
@@ -37,7 +40,7 @@ class Family:
 
 _VLLM_CTX = r"execute_(?:\d+_)?context_"
 FAMILIES: tuple[Family, ...] = (
-    Family("decode_step", r"decode_step", r"decode_step", None),
+    Family("decode_step", r"decode_step|prefill_step", r"decode_step", r"prefill_step"),
     Family("sglang", r"^(?:draft )?step\[[A-Z_]+ bs=\d+",
            r"^(?:draft )?step\[(?!EXTEND\b|MIXED\b|[A-Z_]*PREFILL)[A-Z_]+ bs=\d+",
            r"^(?:draft )?step\[(?:EXTEND|MIXED|[A-Z_]*PREFILL[A-Z_]*) bs=\d+"),

@@ -70,7 +70,8 @@ def test_no_gpu_model_is_a_warning(tmp_path, monkeypatch):
     p = write(tmp_path, "serve.json", SERVE)
     (rec,), warnings = ingest([p], identity=Identity())
     assert "gpu" not in (rec.get("hardware") or {})
-    assert len(warnings) == 1 and "no GPU model is known (give --gpu)" in warnings[0]
+    assert len(warnings) == 2 and "no GPU model is known (give --gpu)" in warnings[1]
+    assert "no tp known" in warnings[0] and "(give --config tp=...)" in warnings[0]
 
 
 def test_latency_only_serve_result_gives_latency_metrics(tmp_path):
@@ -121,12 +122,12 @@ def test_server_logs_name_the_engine_settings():
               "quantization=None, tp_size=8, pp_size=1, dp_size=2, ep_size=8, "
               "speculative_algorithm='EAGLE', speculative_num_steps=3, "
               "speculative_num_draft_tokens=4, json_model_override_args='{}')")
-    assert server_config(sglang) == {"model": "deepseek-ai/DeepSeek-V3", "tp": 8, "dp": 2, "ep": 8,
+    assert server_config(sglang)[0] == {"model": "deepseek-ai/DeepSeek-V3", "tp": 8, "dp": 2, "ep": 8,
                                      "kv_cache_dtype": "fp8_e5m2", "speculative": "EAGLE:4"}
     vllm = ("(APIServer pid=1) INFO 11-28 09:59:50 [utils.py:233] non-default args: {'model': "
             "'zai-org/GLM-4.6', 'tensor_parallel_size': 4, 'data_parallel_size': 2, "
             "'enable_expert_parallel': True, 'speculative_config': {'method': 'mtp', "
             "'num_speculative_tokens': 1}}")
-    assert server_config(vllm) == {"model": "zai-org/GLM-4.6", "tp": 4, "dp": 2, "ep": 8,
+    assert server_config(vllm)[0] == {"model": "zai-org/GLM-4.6", "tp": 4, "dp": 2, "ep": 8,
                                    "speculative": "mtp:1"}
-    assert server_config("nothing here") == {}
+    assert server_config("nothing here") == ({}, {})

@@ -39,6 +39,8 @@ ROUTED = GUARD_PRESETS["moe-routed"]
      ["execute_8192_context_9(sq8155sk8430)_generation_37(sq37sk34489)",
       "execute_context_2(300)_generation_6(6)", "execute_new_3_cached_9"]),
     (["ProfilerStep#0", "aten::mm"], "auto: pytorch", ["ProfilerStep#0"], []),
+    (["prefill_step", "decode_step_0", "decode_step_1"], "auto: decode_step",
+     ["decode_step_0", "decode_step_1"], ["prefill_step"]),
 ])
 def test_step_families(names, source, decode, prefill):
     import re
@@ -135,9 +137,19 @@ def test_guard_preset_names_engine_kernels():
                  "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<"
                  "cutlass::gemm::GroupProblemShape<...>, KernelPtrArrayTmaWarpSpecialized>>",
                  "void deep_gemm::sm90_fp8_gemm_1d2d_impl<GemmType::MGroupedContiguous>",
-                 "resident_moe_kernel", "matmul_kernel_persistent"):
+                 "resident_moe_kernel", "matmul_kernel_persistent",
+                 # triton_kernels' MoE (gpt-oss in vLLM and SGLang)
+                 "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1_swiglu",
+                 "_p_matmul_ogs_NNT_bf16xbf16xmxfp4_128x256x128x1", "_topk_forward",
+                 "_topk_softmax_kernel", "_combined_routing_compute", "_routing_memset_indx",
+                 # FlashInfer's CUTLASS fused MoE and DeepGEMM's grouped GEMMs
+                 "void tensorrt_llm::kernels::cutlass_kernels::expandInputRowsKernel<__nv_bfloat16>",
+                 "void tensorrt_llm::kernels::cutlass_kernels::finalizeMoeRoutingKernel<float>",
+                 "doActivationKernel", "computeStridesTmaWarpSpecializedKernel",
+                 "m_grouped_fp8_gemm_nt_contiguous"):
         assert rx.search(name), name
     for name in ("nvjet_sm90_tst_64x32_64x16_1x2_h_bz_NNT", "triton_poi_fused_add_0",
+                 "_matmul_kernel", "void at::native::sbtopk::gatherTopK<float>",
                  "void at::native::vectorized_elementwise_kernel<4>"):
         assert not rx.search(name), name
     assert guard_regex("moe-routed", "mine").endswith("|(?:mine)")

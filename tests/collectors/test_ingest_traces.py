@@ -67,3 +67,32 @@ def test_ingest_trace_needs_one_run(tmp_path, capsys):
                    "--no-detect"])
     assert rc == 2
     assert "attaches a trace set to one run" in capsys.readouterr().err
+
+
+def test_rank_files_of_one_capture_are_one_set_and_other_phases_are_apart(tmp_path):
+    from collectors.engines.traces import attach, trace_groups
+
+    names = ["1764583200.1-TP-1-decode.trace.json.gz", "1764583200.1-TP-0-decode.trace.json.gz",
+             "1764583200.1-TP-0-prefill.trace.json.gz"]
+    _touch(tmp_path, *names)
+    groups = trace_groups([tmp_path / n for n in names])
+    assert [(ph, [p.name for p in g]) for ph, g in groups] == [
+        ("decode", [names[1], names[0]]), ("prefill", [names[2]])]
+    rec = [{"benchmark": "b"}]
+    (warning,) = attach(rec, [tmp_path / n for n in names])
+    assert [p.split("/")[-1] for p in rec[0]["trace_files"]] == [names[1], names[0]]
+    assert "2 traces of this run" in warning and "not attached: prefill " + names[2] in warning
+
+
+def test_a_rank_seen_again_is_a_later_capture(tmp_path):
+    from collectors.engines.traces import trace_groups
+
+    names = ["dp0_pp0_tp0_rank0.1764583200123.pt.trace.json.gz",
+             "dp0_pp0_tp1_rank1.1764583200377.pt.trace.json.gz",
+             "dp0_pp0_tp0_rank0.1764583900021.pt.trace.json.gz",
+             "dp0_pp0_tp1_rank1.1764583900250.pt.trace.json.gz"]
+    _touch(tmp_path, *names)
+    groups = trace_groups([tmp_path / n for n in names])
+    assert [[p.name for p in g] for _, g in groups] == [names[:2], names[2:]]
+    # names with no rank in them: each file is a capture of its own
+    assert len(trace_groups([tmp_path / "a.sqlite", tmp_path / "b.sqlite"])) == 2

@@ -118,6 +118,15 @@ def test_torch_profile_pass_runs_in_its_own_process(tmp_path):
         assert sorted(n for n in names if n.startswith("decode_step")) == [
             "decode_step_0", "decode_step_1", "decode_step_2"]
     assert by_m[2]["trace_summary"]["source"]
+    from collectors.traces import analyze_files
+
+    # the TP2 set summarized: its host step ranges count though no device work ran in them
+    s = analyze_files(files)
+    assert (s["steps"], s["prefill_steps"], s["step_source"]) == (6, 0, "auto: decode_step")
+    assert [(r["rank"], r["steps"]) for r in s["ranks"]] == [(0, 3), (1, 3)]
+    (said,) = [w for w in s["warnings"] if "no device work" in w]
+    assert said.startswith("6 of 6 step ranges hold no device work (a CPU trace)")
+    assert not any("no host range matches" in w for w in s["warnings"])
 
 
 def test_torch_pass_records_cuda_sync_events(monkeypatch, tmp_path):
