@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from .errors import Unreachable, for_status
 from .metrics import HIGHER, lookup
 
 
@@ -176,9 +177,9 @@ def _send(server: str, req: urllib.request.Request, refused: str, token: str | N
     except urllib.error.HTTPError as e:
         if missing_ok and e.code == 404:
             return b""
-        raise RuntimeError(f"server refused {refused} ({e.code}): {_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+        raise for_status(f"server refused {refused} ({e.code}): {_message(e)}", e.code) from None
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:  # exit 69
+        raise Unreachable(f"cannot reach {server}: {getattr(e, 'reason', e)}") from None
 
 
 def _json_request(server: str, path: str, body: object, method: str = "POST"

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import CliError
+from ..errors import BadInput, CliError, UsageError
 from ..options import positive
 from .emit import emit
 
@@ -70,7 +70,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if args.trace:
             warnings += attach_traces(records, args.trace)
     except (EngineOutputError, ValueError) as e:
-        raise CliError(str(e)) from None
+        raise BadInput(str(e)) from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.trace:
@@ -101,7 +101,7 @@ def _started(text: str | None) -> str | None:
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise CliError(f"--started-at {text!r}: expected ISO 8601 "
+        raise UsageError(f"--started-at {text!r}: expected ISO 8601 "
                        "(2026-11-28T10:15:00Z)") from None
     t = t.replace(tzinfo=t.tzinfo or timezone.utc).astimezone(timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from collectors.errors import CliError
+from collectors.errors import CliError, Refused, Unreachable, UsageError
 from collectors.options import thresholds
 
 from ..schemas import CompareOut, ExperimentOut
@@ -14,11 +14,19 @@ from .github import GitHub, GitHubError
 from .markdown import append_step_summary, marker, render
 
 
+def github_error(e: GitHubError) -> CliError:
+    """A GitHub failure as the CLI's error: unreachable or 5xx 69, a repository, PR or commit
+    it does not know 65 (bad input), bad credentials or permissions 2."""
+    if e.status is None or e.status >= 500:
+        return Unreachable(str(e))
+    return Refused(str(e), e.status)
+
+
 def _candidate_sha(args, cmp: CompareOut) -> str:
     sha = getattr(args, "sha", None) or next((r.commit for r in cmp.candidate_runs if r.commit),
                                              None)
     if not sha:
-        raise CliError("comment --check: the candidate runs carry no commit; give --sha SHA")
+        raise UsageError("comment --check: the candidate runs carry no commit; give --sha SHA")
     return sha
 
 
@@ -44,7 +52,7 @@ def post_comment(args, api) -> int:
         args.benchmark, args.baseline = exp.benchmark, exp.verdict.baseline
     else:
         if not args.benchmark or not args.baseline or not args.run:
-            raise CliError("comment: give --benchmark, --baseline and --run (or --experiment ID)")
+            raise UsageError("comment: give --benchmark, --baseline and --run (or --experiment ID)")
         params = {"benchmark": args.benchmark, "baseline": args.baseline,
                   "run_ids": ",".join(map(str, args.run))}
         if getattr(args, "vary", None):
@@ -54,16 +62,18 @@ def post_comment(args, api) -> int:
     check = getattr(args, "check", False)
     pr = getattr(args, "pr", None)
     if not pr and not check:
-        raise CliError("comment: give --pr NUMBER (or --check for the commit's check alone)")
+        raise UsageError("comment: give --pr NUMBER (or --check for the commit's check alone)")
     body = render(cmp, args.dashboard_url, args.server, query)
     if args.dry_run:
         print(body)
         return 0
     append_step_summary(cmp, os.environ.get("GITHUB_STEP_SUMMARY"))
     if "/" not in args.repo:
-        raise CliError(f"--repo {args.repo!r}: expected OWNER/NAME")
+        raise UsageError(f"--repo {args.repo!r}: expected OWNER/NAME")
     sha = _candidate_sha(args, cmp) if check else ""
     token = os.environ.get("GITHUB_TOKEN", "")
+    if not token:
+        raise CliError("GITHUB_TOKEN is not set")
     api_url = os.environ.get("GITHUB_API_URL", "https://api.github.com")
     try:
         with GitHub(token, api_url) as gh:
@@ -80,5 +90,5 @@ def post_comment(args, api) -> int:
                 print(f"{'created' if created else 'updated'} {what} on {args.repo}@{sha[:12]}",
                       file=sys.stderr)
     except GitHubError as e:
-        raise CliError(str(e)) from None
+        raise github_error(e) from None
     return 0
