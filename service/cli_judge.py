@@ -261,6 +261,9 @@ def add_comment(sub: argparse._SubParsersAction) -> None:
                    help="as gate --threshold")
     p.add_argument("--vary", action="append", metavar="KEY")
     p.add_argument("--dashboard-url")
+    p.add_argument("--error", metavar="MESSAGE", help="the gate could not run: post a comment "
+                   "saying why and (with --check) a failed check titled `ERROR: <first line>`; "
+                   "needs --benchmark, not --run")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=cmd_comment)
 
