@@ -202,6 +202,12 @@ def post_json(server: str, path: str, body: dict, token: str | None = None,
                             timeout))
 
 
+def get_json(server: str, path: str, token: str | None = None, timeout: float = 60) -> dict:
+    """GET a JSON answer from the server (a run and its traces' states, ...)."""
+    req = urllib.request.Request(server.rstrip("/") + path, method="GET")
+    return json.loads(_send(server, req, f"GET {path}", token, timeout))
+
+
 def delete_run(server: str, run_id: int, token: str | None = None, timeout: float = 60) -> None:
     """DELETE a run (with its samples and traces), whatever baseline holds it."""
     req = urllib.request.Request(f"{server.rstrip('/')}/api/v1/runs/{run_id}?force=true",

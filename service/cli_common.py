@@ -71,3 +71,16 @@ def api(server: str, method: str, path: str, **kw) -> dict:
         msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
         raise for_status(f"{server} answered {r.status_code}: {msg or body}", r.status_code)
     return body
+
+
+def pending_evidence(server: str, run_ids: list[int], call=api) -> str | None:  # noqa: ANN001
+    """`profiler evidence pending: ...` when a trace of the candidate runs is not analyzed yet
+    (its evidence is not in the verdict's tables), else None."""
+    pending = {rid: sum(t.get("state") == "pending" for t in
+                        call(server, "GET", f"/api/v1/runs/{rid}").get("traces") or [])
+               for rid in run_ids}
+    waiting = {rid: n for rid, n in pending.items() if n}
+    if not waiting:
+        return None
+    return (f"profiler evidence pending: {sum(waiting.values())} trace(s) of run(s) "
+            f"{', '.join(map(str, waiting))} not analyzed yet")

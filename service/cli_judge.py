@@ -12,7 +12,15 @@ import sys
 from collectors.errors import BadInput, CliError, UsageError
 from collectors.options import gate_fields
 
-from .cli_common import EXIT_BISECT_ABORT, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, api, settings
+from .cli_common import (
+    EXIT_BISECT_ABORT,
+    EXIT_INCONCLUSIVE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    api,
+    pending_evidence,
+    settings,
+)
 
 
 def add_judging(sub: argparse._SubParsersAction) -> None:
@@ -121,6 +129,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print()
     else:
         print_gate(result)
+        waiting = pending_evidence(args.server, result.candidate_run_ids)
+        if waiting:
+            print(f"\n  {waiting} (`ingest --wait` waits for it)")
     if args.bisect:
         from .usecases.bisect import step_code
 

@@ -38,6 +38,9 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
+    i.add_argument("--wait", nargs="?", type=positive(float), const=600.0, metavar="SECONDS",
+                   help="with --server: return once every uploaded trace is analyzed (done) or "
+                        "failed (exit 2, with its error); at most SECONDS (default 600)")
     i.add_argument("--out")
     i.set_defaults(func=cmd_ingest)
 
@@ -77,7 +80,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         files = records[0]["trace_files"]
         print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
               file=sys.stderr)
-    emit(records, args.out, args.server, base=Path.cwd())
+    if args.wait and not args.server:
+        raise UsageError("--wait needs --server (it waits for the server's analysis)")
+    if not args.wait:
+        emit(records, args.out, args.server, base=Path.cwd())
+        return 0
+    import contextlib
+    import io
+
+    from .wait import wait_for_traces
+
+    posted = io.StringIO()  # the ids emit prints, one a line
+    with contextlib.redirect_stdout(posted):
+        emit(records, args.out, args.server, base=Path.cwd())
+    sys.stdout.write(posted.getvalue())
+    sys.stdout.flush()
+    ids = [int(x) for x in posted.getvalue().split()[-len(records):]]
+    wait_for_traces(args.server, ids, args.wait)
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from collectors.errors import CliError, Refused, Unreachable, UsageError
 from collectors.options import thresholds
 
+from ..cli_common import pending_evidence
 from ..schemas import CompareOut, ExperimentOut
 from .check import error_title, post_check, post_error_check
 from .github import GitHub, GitHubError
@@ -129,6 +130,12 @@ def post_comment(args, api) -> int:
     if not pr and not check:
         raise UsageError("comment: give --pr NUMBER (or --check for the commit's check alone)")
     body = render(cmp, args.dashboard_url, args.server, query)
+    waiting = None if getattr(args, "experiment", None) else \
+        pending_evidence(args.server, cmp.candidate_run_ids, api)
+    if waiting:  # under the headline: the tables below lack the traces' evidence for now
+        head, rest = body.split("\n\n", 1)
+        body = f"{head}\n\n**{waiting[0].upper()}{waiting[1:]}**: the tables below show it " \
+               f"once they are; re-run `perfwarden comment` to add it.\n\n{rest}"
     if args.dry_run:
         print(body)
         return 0
