@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import CliError
+from .errors import CliError, UsageError
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -139,7 +139,7 @@ def check_commands(baseline_cmd: str, candidate_cmd: str) -> None:
     """Each arm's command must write its results to `{out}`."""
     for cmd, flag in ((baseline_cmd, "--baseline-cmd"), (candidate_cmd, "--candidate-cmd")):
         if "{out}" not in cmd:
-            raise CliError(f"{flag}: the command must write its results to {{out}}")
+            raise UsageError(f"{flag}: the command must write its results to {{out}}")
 
 
 class Judge(ABC):

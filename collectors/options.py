@@ -7,7 +7,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from .errors import CliError
+from .errors import UsageError
 from .metrics import parse_thresholds
 
 ORDERS = ("overlap", "late", "serial")
@@ -62,7 +62,7 @@ def thresholds(items: list[str] | None) -> dict[str, float]:
     try:
         return parse_thresholds(items)
     except ValueError as e:
-        raise CliError(str(e)) from None
+        raise UsageError(str(e)) from None
 
 
 def vary_keys(items: list[str] | None) -> list[str]:

@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from .errors import Unreachable, for_status
 from .metrics import HIGHER, lookup
 
 
@@ -193,9 +194,9 @@ def _send(server: str, req: urllib.request.Request, refused: str, token: str | N
     except urllib.error.HTTPError as e:
         if missing_ok and e.code == 404:
             return b""
-        raise RuntimeError(f"server refused {refused} ({e.code}): {_message(e)}") from None
-    except urllib.error.URLError as e:
-        raise RuntimeError(f"cannot reach {server}: {e.reason}") from None
+        raise for_status(f"server refused {refused} ({e.code}): {_message(e)}", e.code) from None
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:  # exit 69
+        raise Unreachable(f"cannot reach {server}: {getattr(e, 'reason', e)}") from None
 
 
 def _json_request(server: str, path: str, body: object, method: str = "POST"
@@ -220,6 +221,12 @@ def post_json(server: str, path: str, body: dict, token: str | None = None,
     """POST a JSON body to the server (the gate, ...); its JSON answer."""
     return json.loads(_send(server, _json_request(server, path, body), f"POST {path}", token,
                             timeout))
+
+
+def get_json(server: str, path: str, token: str | None = None, timeout: float = 60) -> dict:
+    """GET a JSON answer from the server (a run and its traces' states, ...)."""
+    req = urllib.request.Request(server.rstrip("/") + path, method="GET")
+    return json.loads(_send(server, req, f"GET {path}", token, timeout))
 
 
 class _ProgressReader:

@@ -15,7 +15,7 @@ import sys
 from collectors.cli import build_parser, dispatch
 
 from .cli_bisect import add_bisect
-from .cli_common import EXIT_BISECT_ABORT, EXIT_ERROR
+from .cli_common import ERROR_CODES, EXIT_BISECT_ABORT
 from .cli_experiment import JUDGING
 from .cli_judge import add_comment, add_judging
 from .cli_server import add_server
@@ -49,7 +49,7 @@ def _bisect_exit(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         rc = dispatch(parser, argv)
     except SystemExit as e:
         return 0 if e.code in (0, None) else EXIT_BISECT_ABORT
-    return EXIT_BISECT_ABORT if rc == EXIT_ERROR else rc
+    return EXIT_BISECT_ABORT if rc in ERROR_CODES else rc
 
 
 if __name__ == "__main__":

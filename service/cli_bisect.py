@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from collectors.errors import CliError
+from collectors.errors import CliError, UsageError
 from collectors.options import thresholds
 
 from .cli_common import EXIT_INCONCLUSIVE, EXIT_PASS, api
@@ -36,9 +36,9 @@ def _bisect_plan(args: argparse.Namespace):
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
     if not cmd:
-        raise CliError("bisect: give the command that collects and posts runs after --")
+        raise UsageError("bisect: give the command that collects and posts runs after --")
     if args.runs < 1:
-        raise CliError("--runs must be at least 1")
+        raise UsageError("--runs must be at least 1")
     bid = args.id or f"bisect-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
     def call(method: str, path: str, **kw) -> dict:
@@ -63,16 +63,16 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         try:
             plan.reference = [int(x) for x in (args.reference or "").split(",") if x]
         except ValueError:
-            raise CliError(f"--reference {args.reference!r}: expected run ids") from None
+            raise UsageError(f"--reference {args.reference!r}: expected run ids") from None
         if not plan.reference:
-            raise CliError("--step needs --reference RUN,RUN,...")
+            raise UsageError("--step needs --reference RUN,RUN,...")
         try:
             return uc.step(plan, show)
         except (CliError, uc.BisectError) as e:
             print(f"error: {e}", file=sys.stderr)
             return uc.ABORT
     if not args.good or not args.bad:
-        raise CliError("bisect: give --good REF and --bad REF")
+        raise UsageError("bisect: give --good REF and --bad REF")
     step_argv = [sys.executable, "-m", "service.cli", "bisect", "--step", "--id", plan.bisect_id,
                  "--benchmark", args.benchmark, "--server", args.server, "--runs", str(args.runs)]
     for m in args.metric or []:

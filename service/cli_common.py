@@ -3,9 +3,19 @@ from __future__ import annotations
 
 import os
 
-from collectors.errors import CliError
+from collectors.errors import (
+    EXIT_DATAERR,
+    EXIT_ERROR,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CliError,
+    Unreachable,
+    for_status,
+)
 
-EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+EXIT_PASS, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
+# every error's code (2 any other, 64 usage, 65 bad input, 69 unreachable; collectors/errors.py)
+ERROR_CODES = frozenset({EXIT_ERROR, EXIT_USAGE, EXIT_DATAERR, EXIT_UNAVAILABLE})
 EXIT_BISECT_ABORT = 128  # `git bisect run`: stop the bisect (an error of ours, not the commit's)
 
 
@@ -40,21 +50,37 @@ def _client(server: str):
 
 def api(server: str, method: str, path: str, **kw) -> dict:
     """One request to `server` (PERFWARDEN_TOKEN as its bearer token); its JSON answer, or
-    CliError with the server's one-line message."""
+    CliError with the server's one-line message: Unreachable (69) when it cannot be reached or
+    answers 5xx, Refused (65 for an invalid or unknown input) for 4xx."""
     import httpx
 
     try:
         with _client(server) as c:
             r = c.request(method, path, **kw)
     except httpx.HTTPError as e:
-        raise CliError(f"cannot reach {server}: {e}") from None
+        raise Unreachable(f"cannot reach {server}: {e}") from None
     if r.status_code == 204:
         return {}
     try:
         body = r.json()
     except ValueError:
+        if r.status_code >= 500:
+            raise Unreachable(f"{server} answered {r.status_code}") from None
         raise CliError(f"{server} answered {r.status_code} without JSON") from None
     if r.status_code >= 400:
         msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
-        raise CliError(f"{server} answered {r.status_code}: {msg or body}")
+        raise for_status(f"{server} answered {r.status_code}: {msg or body}", r.status_code)
     return body
+
+
+def pending_evidence(server: str, run_ids: list[int], call=api) -> str | None:  # noqa: ANN001
+    """`profiler evidence pending: ...` when a trace of the candidate runs is not analyzed yet
+    (its evidence is not in the verdict's tables), else None."""
+    pending = {rid: sum(t.get("state") == "pending" for t in
+                        call(server, "GET", f"/api/v1/runs/{rid}").get("traces") or [])
+               for rid in run_ids}
+    waiting = {rid: n for rid, n in pending.items() if n}
+    if not waiting:
+        return None
+    return (f"profiler evidence pending: {sum(waiting.values())} trace(s) of run(s) "
+            f"{', '.join(map(str, waiting))} not analyzed yet")

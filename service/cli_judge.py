@@ -9,16 +9,25 @@ import json
 import os
 import sys
 
-from collectors.errors import CliError
+from collectors.errors import BadInput, CliError, UsageError
 from collectors.options import gate_fields
 
-from .cli_common import EXIT_BISECT_ABORT, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, api, settings
+from .cli_common import (
+    EXIT_BISECT_ABORT,
+    EXIT_INCONCLUSIVE,
+    EXIT_PASS,
+    EXIT_REGRESSION,
+    api,
+    pending_evidence,
+    settings,
+)
 
 
 def add_judging(sub: argparse._SubParsersAction) -> None:
     """gate, noise, baseline, attribute (comment is added after bisect: `add_comment`)."""
     p = sub.add_parser("gate", help="judge candidate runs against a baseline (exit 0 pass, "
-                       "1 regression, 3 inconclusive, 2 error)")
+                       "1 regression, 3 inconclusive; errors 64 usage, 65 bad input, "
+                       "69 unreachable, 2 other)")
     p.add_argument("--server", required=True)
     p.add_argument("--benchmark")
     p.add_argument("--baseline", help="a baseline name, or label:L, commit:SHA, runs:ID,ID")
@@ -74,7 +83,7 @@ def _git_head() -> str:
 
     r = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
     if r.returncode != 0:
-        raise CliError("--commit HEAD: not inside a git repository")
+        raise UsageError("--commit HEAD: not inside a git repository")
     return r.stdout.strip()
 
 
@@ -83,13 +92,13 @@ def _candidate_ids(args: argparse.Namespace) -> list[int]:
     if args.run:
         return list(args.run)
     if not args.commit:
-        raise CliError("gate: give --run ID (repeatable) or --commit SHA")
+        raise UsageError("gate: give --run ID (repeatable) or --commit SHA")
     sha = _git_head() if args.commit == "HEAD" else args.commit
     page = api(args.server, "GET", "/api/v1/runs", params={
         "benchmark": args.benchmark, "commit": sha, "limit": 1000})
     ids = [r["id"] for r in page["data"]]
     if not ids:
-        raise CliError(f"no run of {args.benchmark} at commit {sha[:12]}")
+        raise BadInput(f"no run of {args.benchmark} at commit {sha[:12]}")
     return ids
 
 
@@ -103,7 +112,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
             body: dict = {"experiment": args.experiment}
         else:
             if not args.benchmark or not args.baseline:
-                raise CliError("gate: give --benchmark and --baseline (or --experiment ID)")
+                raise UsageError("gate: give --benchmark and --baseline (or --experiment ID)")
             body = {"benchmark": args.benchmark, "baseline": args.baseline,
                     "run_ids": _candidate_ids(args)}
         body.update(gate_fields(args.metric, args.threshold, args.vary))
@@ -120,6 +129,9 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print()
     else:
         print_gate(result)
+        waiting = pending_evidence(args.server, result.candidate_run_ids)
+        if waiting:
+            print(f"\n  {waiting} (`ingest --wait` waits for it)")
     if args.bisect:
         from .usecases.bisect import step_code
 
@@ -260,6 +272,9 @@ def add_comment(sub: argparse._SubParsersAction) -> None:
                    help="as gate --threshold")
     p.add_argument("--vary", action="append", metavar="KEY")
     p.add_argument("--dashboard-url")
+    p.add_argument("--error", metavar="MESSAGE", help="the gate could not run: post a comment "
+                   "saying why and (with --check) a failed check titled `ERROR: <first line>`; "
+                   "needs --benchmark, not --run")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=cmd_comment)
 

@@ -6,9 +6,9 @@ import argparse
 import os
 import sys
 
-from collectors.errors import CliError
+from collectors.errors import EXIT_ERROR, CliError
 
-from .cli_common import EXIT_ERROR, redact, settings
+from .cli_common import redact, settings
 
 
 def add_server(sub: argparse._SubParsersAction) -> None:

@@ -27,7 +27,7 @@ def test_analyze_json_and_exit_codes(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [')
     r = run("analyze", str(bad), "--json")
-    assert r.returncode == 2 and r.stdout == ""
+    assert r.returncode == 65 and r.stdout == ""  # bad input
     assert len(r.stderr.strip().splitlines()) == 1 and "malformed JSON" in r.stderr
     r = run("analyze", str(DATA / "nsys_two_streams.sqlite"), "--json", "--quiet")
     assert r.returncode == 0 and json.loads(r.stdout)["steps"] == 0 and "step0" in r.stderr
@@ -80,9 +80,9 @@ def test_collect_decode_cpu_tp8(tmp_path):
 
 def test_collect_refuses_bad_options():
     r = run("collect", "decode", "--batch-sizes", "0,x")
-    assert r.returncode == 2 and ("positive" in r.stderr or "integers" in r.stderr)
+    assert r.returncode == 64 and ("positive" in r.stderr or "integers" in r.stderr)
     r = run("collect", "decode", "--device", "cpu", "--cuda-graphs", "--trials", "1")
-    assert r.returncode == 2 and "needs --device cuda" in r.stderr
+    assert r.returncode == 64 and "needs --device cuda" in r.stderr
 
 
 def test_ingest_and_gate_against_live_server(live_server, tmp_path):
@@ -90,7 +90,7 @@ def test_ingest_and_gate_against_live_server(live_server, tmp_path):
     r = run("ingest", str(DATA / "engines" / "sweep.jsonl"), "--benchmark", "glm", "--server", url)
     assert r.returncode == 0, r.stderr
     r = run("ingest", str(DATA / "engines" / "serve_zero.json"))
-    assert r.returncode == 2 and "no request completed" in r.stderr
+    assert r.returncode == 65 and "no request completed" in r.stderr
     recs = h200_records("noise", "graphs")
     f = tmp_path / "runs.json"
     f.write_text(json.dumps(recs))
@@ -113,9 +113,9 @@ def test_ingest_and_gate_against_live_server(live_server, tmp_path):
     r = run(*common, "--run", str(by["plant3"][0]))
     assert r.returncode == 1 and "FAIL" in r.stdout and "regression" in r.stdout
     r = run("gate", "--server", url, "--benchmark", "glm", "--baseline", "nope", "--run", "1")
-    assert r.returncode == 2 and "404" in r.stderr
+    assert r.returncode == 65 and "404" in r.stderr
     r = run("gate", "--server", "http://127.0.0.1:9", "--benchmark", "x", "--baseline", "y", "--run", "1")
-    assert r.returncode == 2 and "cannot reach" in r.stderr
+    assert r.returncode == 69 and "cannot reach http://127.0.0.1:9" in r.stderr
     one = sorted(by["aa"])[0]
     httpx.post(f"{url}/api/v1/baselines", json={"name": "tiny", "benchmark": "moe-decode-noise",
                                                  "run_ids": [one]})
@@ -204,10 +204,10 @@ def test_gate_vary_bisect_and_baseline_commands(live_server, tmp_path):
     r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
             *late1, "--bisect")
     assert r.returncode == 128 and "not found" in r.stderr  # our error: git stops the bisect
-    # a label is no baseline name: exit 2, unless asked for as label:
+    # a label is no baseline name: exit 65, unless asked for as label:
     r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline", "v17-overlap",
             *late1)
-    assert r.returncode == 2 and "404" in r.stderr and "label:v17-overlap" in r.stderr
+    assert r.returncode == 65 and "404" in r.stderr and "label:v17-overlap" in r.stderr
     r = run("gate", "--server", url, "--benchmark", "moe-decode-ab", "--baseline",
             "label:v17-overlap", *late1, "--vary", "shared_experts")
     assert r.returncode == 1
@@ -216,7 +216,7 @@ def test_gate_vary_bisect_and_baseline_commands(live_server, tmp_path):
     r = run("baseline", "delete", "v17", "--benchmark", "moe-decode-ab", "--server", url)
     assert r.returncode == 0
     r = run("baseline", "show", "v17", "--benchmark", "moe-decode-ab", "--server", url)
-    assert r.returncode == 2 and "404" in r.stderr
+    assert r.returncode == 65 and "404" in r.stderr
 
 
 def test_noise_without_a_database_says_so(tmp_path):
@@ -274,13 +274,13 @@ def test_ingest_is_all_or_nothing_and_out_dash_is_stdout(live_server, tmp_path):
     f = tmp_path / "three.json"
     f.write_text(json.dumps(recs))
     r = run("ingest", str(f), "--server", url)
-    assert r.returncode == 2 and "record 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.returncode == 65 and "record 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert httpx.get(f"{url}/api/v1/runs").json()["count"] == 0
     recs[1] = {**recs[1], "comit": "abc"}  # passes the collector's check; the server names it
     recs[1]["metrics"]["tok_s"]["samples"] = [1.0, 2.0, 3.0]
     f.write_text(json.dumps(recs))
     r = run("ingest", str(f), "--server", url)
-    assert r.returncode == 2 and "runs.1.comit" in r.stderr
+    assert r.returncode == 65 and "runs.1.comit" in r.stderr
     assert httpx.get(f"{url}/api/v1/runs").json()["count"] == 0
     r = run("ingest", str(DATA / "engines" / "serve.json"), "--benchmark", "glm", "--out", "-",
             "--label", "pr-1")

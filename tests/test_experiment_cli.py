@@ -67,7 +67,7 @@ def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     assert "2 finished block(s) kept" in err
     assert orders(json.loads(out.read_text())) == ["AB", "BA"]
     r = run("experiment", "--baseline-cmd", "true", "--candidate-cmd", "true")
-    assert r.returncode == 2 and "{out}" in r.stderr
+    assert r.returncode == 64 and "{out}" in r.stderr
 
 
 def test_until_decided_adds_blocks_only_while_undecided(tmp_path):

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from ..errors import CliError
+from ..errors import BadInput, UsageError
 from ..options import positive, stream
 from ..traces.presets import GUARD_PRESETS
 
@@ -62,12 +62,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             if rx:
                 re.compile(rx)
     except re.error as e:
-        raise CliError(f"invalid regex: {e}") from None
+        raise UsageError(f"invalid regex: {e}") from None
     opts = Options(step_regex=args.step_regex, min_gap_us=args.min_gap_us,
                    main_streams=args.main_stream, aux_streams=args.aux_stream)
     prog = Progress(None if args.quiet else sys.stderr)
     if args.reference and not args.guard_range:
-        raise CliError("--reference is the eager trace for --guard-range; give --guard-range too")
+        raise UsageError("--reference is the eager trace for --guard-range; give --guard-range too")
     try:
         base = _summary(args.traces, args, opts, guard_kernels, prog)
         result: dict = dict(base)
@@ -78,7 +78,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             result = diff_summaries(base, cand)
             result["base_summary"], result["candidate_summary"] = base, cand
     except TraceError as e:
-        raise CliError(str(e)) from None
+        raise BadInput(str(e)) from None
     for w in (result.get("warnings") or []) if not args.diff else (
             base["warnings"] + result["candidate_summary"]["warnings"]):
         print(f"warning: {w}", file=sys.stderr)

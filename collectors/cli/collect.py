@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import CliError
+from ..errors import CliError, UsageError
 from ..options import ints, orders, positive
 from .emit import emit
 
@@ -93,7 +93,7 @@ def cmd_collect_decode(args: argparse.Namespace) -> int:
     graphs = {"on": [True], "off": [False], "both": [False, True]}[args.graphs] if args.graphs \
         else [args.cuda_graphs]
     if True in graphs and args.device != "cuda":
-        raise CliError("--cuda-graphs (or --graphs on|both) needs --device cuda")
+        raise UsageError("--cuda-graphs (or --graphs on|both) needs --device cuda")
     # without --workdir, a temporary folder that goes when the records are written or posted
     temp = "" if args.workdir else tempfile.mkdtemp(prefix="perfwarden-decode-")
     cfg = _decode_config(args, shape, graphs[0], args.workdir or temp)
@@ -133,7 +133,7 @@ def _shape(args: argparse.Namespace) -> dict:
         try:
             shape = json.loads(args.shape)
         except json.JSONDecodeError as e:
-            raise CliError(f"--shape: not JSON ({e.msg})") from None
+            raise UsageError(f"--shape: not JSON ({e.msg})") from None
     if args.layers:
         from ..bench.model import ModelShape
 
@@ -210,7 +210,7 @@ def cmd_collect_command(args: argparse.Namespace) -> int:
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
-        raise CliError("collect command: give the command after --")
+        raise UsageError("collect command: give the command after --")
     work = Path(tempfile.mkdtemp(prefix="perfwarden-cmd-"))
     inputs = _repeat(args, cmd, work)
     logs = [p for p in inputs if p.suffix == ".log"]

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import CliError
+from ..errors import UsageError
 from ..experiment import Judge, Judging, Outcome, server_judge
 from ..options import gate_fields, positive
 
@@ -46,9 +46,9 @@ def cmd_experiment(args: argparse.Namespace, judging: Judging) -> int:
 
     check_commands(args.baseline_cmd, args.candidate_cmd)
     if args.until_decided and args.max_pairs < args.pairs:
-        raise CliError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
+        raise UsageError(f"--max-pairs {args.max_pairs} is below --pairs {args.pairs}")
     if args.until_decided and not args.server and judging.local is None:
-        raise CliError(FULL_INSTALL)
+        raise UsageError(FULL_INSTALL)
     exp_id = args.id or new_id()
     cfg = ExperimentConfig(baseline_cmd=args.baseline_cmd, candidate_cmd=args.candidate_cmd,
                            pairs=args.pairs, max_pairs=args.max_pairs if args.until_decided else 0,

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import CliError
+from ..errors import BadInput, CliError, UsageError
 from ..options import positive
 from .emit import emit
 
@@ -41,6 +41,9 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--no-detect", action="store_true",
                    help="take nothing from git, GITHUB_* or nvidia-smi")
     i.add_argument("--server")
+    i.add_argument("--wait", nargs="?", type=positive(float), const=600.0, metavar="SECONDS",
+                   help="with --server: return once every uploaded trace is analyzed (done) or "
+                        "failed (exit 2, with its error); at most SECONDS (default 600)")
     i.add_argument("--out")
     i.set_defaults(func=cmd_ingest)
 
@@ -63,14 +66,30 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if args.trace:
             warnings += attach_traces(records, args.trace)
     except (EngineOutputError, ValueError) as e:
-        raise CliError(str(e)) from None
+        raise BadInput(str(e)) from None
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.trace:
         files = records[0]["trace_files"]
         print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
               file=sys.stderr)
-    emit(records, args.out, args.server, base=Path.cwd())
+    if args.wait and not args.server:
+        raise UsageError("--wait needs --server (it waits for the server's analysis)")
+    if not args.wait:
+        emit(records, args.out, args.server, base=Path.cwd())
+        return 0
+    import contextlib
+    import io
+
+    from .wait import wait_for_traces
+
+    posted = io.StringIO()  # the ids emit prints, one a line
+    with contextlib.redirect_stdout(posted):
+        emit(records, args.out, args.server, base=Path.cwd())
+    sys.stdout.write(posted.getvalue())
+    sys.stdout.flush()
+    ids = [int(x) for x in posted.getvalue().split()[-len(records):]]
+    wait_for_traces(args.server, ids, args.wait)
     return 0
 
 
@@ -96,7 +115,7 @@ def _started(text: str | None) -> str | None:
     try:
         t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise CliError(f"--started-at {text!r}: expected ISO 8601 "
+        raise UsageError(f"--started-at {text!r}: expected ISO 8601 "
                        "(2026-11-28T10:15:00Z)") from None
     t = t.replace(tzinfo=t.tzinfo or timezone.utc).astimezone(timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")

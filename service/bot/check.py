@@ -45,3 +45,25 @@ def post_check(gh: GitHub, repo: str, sha: str, cmp: CompareOut, dashboard_url: 
             raise
     status = gh.set_status(repo, sha, name, STATE[cmp.verdict], title(cmp), url)
     return "status", status, True
+
+
+def error_title(message: str) -> str:
+    """`ERROR: <the message's first line>`, cut to fit a check's title and a status's 140."""
+    line = next((x.strip() for x in message.splitlines() if x.strip()), "unknown error")
+    return f"ERROR: {line if len(line) <= 120 else line[:117] + '...'}"
+
+
+def post_error_check(gh: GitHub, repo: str, sha: str, benchmark: str, message: str,
+                     summary: str, details_url: str | None = None) -> tuple[str, dict, bool]:
+    """The check `perfwarden: BENCHMARK` as a failure titled with the error that kept the gate
+    from running (a failed commit status where the token may not write checks)."""
+    name = check_name(benchmark)
+    try:
+        run, created = gh.upsert_check(repo, sha, name, "failure", error_title(message), summary,
+                                       None, details_url)
+        return "check", run, created
+    except GitHubError as e:
+        if e.status != 403:
+            raise
+    return "status", gh.set_status(repo, sha, name, "failure", error_title(message),
+                                   details_url), True

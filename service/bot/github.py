@@ -44,7 +44,8 @@ class GitHub:
                 r = self._client.request(method, url, **kw)
             except httpx.TransportError as e:
                 if attempt == RETRIES:
-                    raise GitHubError(f"GitHub API unreachable: {type(e).__name__}") from None
+                    raise GitHubError(f"cannot reach the GitHub API at {self._client.base_url}: "
+                                      f"{type(e).__name__}") from None
                 time.sleep(self.backoff_s * 2 ** attempt)
                 continue
             limited = r.status_code == 429 or (r.status_code == 403 and

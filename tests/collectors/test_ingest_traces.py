@@ -65,7 +65,7 @@ def test_ingest_out_copies_the_trace_set_beside_the_record(tmp_path, capsys):
 def test_ingest_trace_needs_one_run(tmp_path, capsys):
     rc = cli_main(["ingest", str(DATA / "engines" / "sweep.jsonl"), "--trace", str(CAPTURE),
                    "--no-detect"])
-    assert rc == 2
+    assert rc == 65
     assert "attaches a trace set to one run" in capsys.readouterr().err
 
 

@@ -88,7 +88,7 @@ def test_reference_needs_a_guard_range():
     r = subprocess.run([sys.executable, "-m", "collectors", "analyze", str(NSYS / "late-graphs.sqlite"),
                         "--reference", str(NSYS / "late-eager.sqlite")],
                        capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode == 2 and "--reference is the eager trace for --guard-range" in r.stderr
+    assert r.returncode == 64 and "--reference is the eager trace for --guard-range" in r.stderr
 
 
 def test_eight_rank_set_in_parallel_names_each_rank(tmp_path):

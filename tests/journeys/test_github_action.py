@@ -1,0 +1,116 @@
+"""The composite action (action.yml) as a repository using `uses: ./` runs it on its pull
+request, step by step against a live server and the GitHub stand-in: a planted change turns the
+one check red with one comment carrying the trace evidence, the fix turns it green, and a wrong
+baseline posts a failed check titled with the reason. The CPU collector's tok/s is too noisy on a
+shared test machine to plant a change in, so the gate judges the deterministic KV-cache capacity
+(`--kv-cache-gib 2` halves it)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.action_runner import run_action
+from tests.conftest import ROOT
+from tests.github_standin import TOKEN, FakeGitHub
+
+CPU = "--device cpu --batch-sizes 1 --trials 3 --steps 8 --warmup 2 --threads 1"
+COLLECT = f"decode {CPU} --profile torch --profile-steps 2"
+GATE = "--metric kv_capacity_tokens"
+PW = [sys.executable, "-m", "service.cli"]
+
+
+@pytest.fixture
+def github():
+    f = FakeGitHub()
+    yield f
+    f.close()
+
+
+def pw(*args):
+    r = subprocess.run(PW + list(args), capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_action_on_a_pull_request_red_green_and_an_error(live_server, github, tmp_path):
+    url, _ = live_server
+    main = tmp_path / "main.json"  # the baseline: three runs of main
+    pw("collect", "decode", *CPU.replace("--batch-sizes 1", "--batch-sizes 1,1,1").split(),
+       "--quiet", "--out", str(main))
+    ids = pw("ingest", str(main), "--branch", "main", "--commit", "a" * 40, "--server", url).split()
+    pw("baseline", "set", "main", "--benchmark", "moe-decode", "--server", url,
+       *[x for i in ids for x in ("--run", i)])
+
+    (tmp_path / "runner").mkdir()
+    summary = tmp_path / "summary.md"
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(tmp_path),
+           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_API_URL": github.url,
+           "GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(ROOT)}
+    inputs = {"server": url, "collect": COLLECT + " --kv-cache-gib 2", "gate-args": GATE,
+              "dashboard-url": "http://dash.local", "wait": "300"}
+
+    def push(sha: str) -> dict:
+        return {"repository": "acme/engine", "sha": "f" * 40, "ref": "refs/pull/7/merge",
+                "ref_name": "7/merge", "head_ref": "fix/kv", "token": TOKEN,
+                "event": {"pull_request": {"number": 7, "head": {"sha": sha}}}}
+
+    # 1. a commit that halves the KV cache: red, after the comment and the check say why
+    job = run_action(inputs, push("1" * 40), env, tmp_path)
+    assert job.code("perfwarden verdict") == 1, job.steps
+    assert [c for _, c, _ in job.steps[:-2]] == [0] * 6, job.steps
+    assert job.code("perfwarden error report") == 0 and job.outputs["verdict"] == "fail"
+    assert "::error::perfwarden: regression" in job.steps[-2][2]
+    (check,) = github.check_runs.values()
+    assert check["head_sha"] == "1" * 40 and check["conclusion"] == "failure"
+    assert check["name"] == "perfwarden: moe-decode"
+    (comment,) = github.comments.values()
+    body = comment["body"]
+    assert "**FAIL**" in body and "`kv_capacity_tokens`" in body
+    assert "**Traces:** [candidate run" in body and "pending" not in body.lower()
+    assert "http://dash.local/api/v1/traces/" in body
+    assert "| `kv_capacity_tokens` |" in summary.read_text()
+    assert len(job.outputs["run-ids"].split()) == 1
+
+    # 2. the fix: green on the new head, the same comment edited
+    job = run_action({**inputs, "collect": COLLECT}, push("2" * 40), env, tmp_path)
+    assert not job.failed, job.steps
+    assert job.outputs["verdict"] == "pass" and job.outputs["exit-code"] == "0"
+    new = [c for c in github.check_runs.values() if c["head_sha"] == "2" * 40]
+    assert len(new) == 1 and new[0]["conclusion"] == "success"
+    assert len(github.comments) == 1 and "**PASS**" in next(iter(github.comments.values()))["body"]
+
+    # 3. a wrong baseline: the gate cannot run (exit 65); a failed check says why
+    job = run_action({**inputs, "collect": COLLECT, "baseline": "mian"}, push("3" * 40), env,
+                     tmp_path)
+    assert job.code("perfwarden gate") == 65, job.steps
+    assert job.code("perfwarden comment and check") is None  # skipped after the failure
+    assert job.code("perfwarden error report") == 0 and job.outputs["verdict"] == "error"
+    (err,) = [c for c in github.check_runs.values() if c["head_sha"] == "3" * 40]
+    assert err["conclusion"] == "failure", err
+    assert err["output"]["title"].startswith("ERROR: ") and "mian" in err["output"]["title"]
+    assert "404" in err["output"]["title"]
+    errors = [c for c in github.comments.values() if "could not run" in c["body"]]
+    assert len(errors) == 1 and "mian" in errors[0]["body"]
+    assert not any(TOKEN in out for _, _, out in job.steps)
+    assert not any(TOKEN in b for b in github.bodies)
+
+
+def test_an_unreachable_server_still_posts_a_failed_check(github, tmp_path):
+    (tmp_path / "runner").mkdir()
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(tmp_path),
+           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_API_URL": github.url,
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "PYTHONPATH": str(ROOT)}
+    gh = {"repository": "acme/engine", "sha": "4" * 40, "ref_name": "main", "token": TOKEN,
+          "event": {}}
+    job = run_action({"server": "http://127.0.0.1:9", "collect": f"decode {CPU}",
+                      "gate-args": GATE}, gh, env, tmp_path)
+    assert job.code("perfwarden ingest") == 69, job.steps
+    (check,) = github.check_runs.values()
+    assert check["head_sha"] == "4" * 40 and check["conclusion"] == "failure"
+    assert check["output"]["title"] == ("ERROR: cannot reach http://127.0.0.1:9: [Errno 111] "
+                                        "Connection refused")
+    assert not github.comments  # a push has no pull request to comment on
