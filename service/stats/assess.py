@@ -14,7 +14,10 @@ Runs are the unit, with trials nested in them; trials are never the unit (item 2
   one candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t
   on run means (Welch-Satterthwaite df);
 - else from the series' history (run means of >= MIN_HISTORY runs, given by the caller): that
-  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`;
+  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`; when the
+  candidate's own runs spread wider, theirs for both sides, t with (candidate runs - 1) df,
+  `spread_from = "candidate"` (the spread is max(history, candidate), never narrower than the
+  candidate shows);
 - else no test: inconclusive, asking for the baseline runs that are missing.
 - fewer than 3 samples on a side: no test.
 - exact metrics (KV-cache capacity): compared run by run with the baseline's typical value (the
@@ -66,7 +69,7 @@ class Assessment:
     sd_base_pct: float | None = None  # run-to-run sd used for the baseline, percent of its mean
     sd_cand_pct: float | None = None
     runs_known: bool = True  # False when the run-to-run spread is unknown
-    spread_from: str | None = None  # "baseline" or "history": where the run-to-run spread came from
+    spread_from: str | None = None  # "baseline", "history" or "candidate": where the spread came from
     spread_runs: int | None = None  # how many runs it came from
 
     @property
@@ -184,6 +187,11 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale:
                 f"Welch t-test on {scale} ({k} vs {m} runs)")
     if yh.size >= MIN_HISTORY:
         sd = max(float(yh.std(ddof=1)), floor)
+        sd_c = float(yc.std(ddof=1)) if m > 1 else 0.0
+        if sd_c > sd:  # never narrower than the candidate's own runs show
+            return ("candidate", m, sd_c, sd_c, sd_c * math.sqrt(1 / k + 1 / m), float(m - 1),
+                    f"t on {scale} ({k} vs {m} runs), run-to-run spread from the {m} candidate "
+                    f"runs, wider than the {yh.size} runs of the series' history ({m - 1} df)")
         return ("history", int(yh.size), sd, sd, sd * math.sqrt(1 / k + 1 / m),
                 float(yh.size - 1),
                 f"t on {scale} ({k} vs {m} runs), run-to-run spread from {yh.size} runs of "

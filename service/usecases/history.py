@@ -121,14 +121,12 @@ def fold(rows: Sequence[Any], series: Mapping[int, SeriesHistory]) -> list[Serie
     return list(out.values())
 
 
-def recent_means(session: Session, bench: BenchmarkRow, series_id: int, metric: str,
-                 exclude: set[int], limit: int) -> list[float]:
-    """Run means of the newest `limit` runs of one series' default-branch history (not the runs
-    in `exclude`), oldest first: the run-to-run spread of v1.2 item 2."""
-    runs = [r for s in series_runs(session, bench, metric, series_id=series_id,
-                                   limit=limit + len(exclude))
-            for r in s["runs"] if r["id"] not in exclude]
-    return [float(r["mean"]) for r in runs[-limit:]]
+def recent_means(session: Session, bench: BenchmarkRow, pairs: Sequence[tuple[int, str]],
+                 exclude: set[int], limit: int) -> dict[tuple[int, str], list[float]]:
+    """Run means of the newest `limit` runs of each (series, metric) pair's default-branch
+    history (not the runs in `exclude`), oldest first: the run-to-run spread of v1.2 item 2, in
+    one query for every pair of a request."""
+    return hist_repo.recent_means(session, bench.id, pairs, default_branch(bench), exclude, limit)
 
 
 def changepoints(session: Session, bench_name: str, metric: str,
