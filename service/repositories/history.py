@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ..models import PendingEvaluation, Run, RunMetric, SeriesState
@@ -76,6 +76,28 @@ def history_rows(session: Session, bench_id: int, metric: str, limit: int, **fil
          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
     q = filter_runs(q, **filters)
     return session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
+
+
+def every_history_row(session: Session, bench_id: int, metric: str, page: int, **filters) -> list:
+    """history_rows for every run that matches, newest first, read in pages of `page` runs
+    (keyset on time and id), so no history is cut short and no statement holds it all."""
+    out: list = []
+    after = None
+    while True:
+        q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
+                    Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean,
+                    RunMetric.median, RunMetric.stdev)
+             .join(RunMetric, RunMetric.run_id == Run.id)
+             .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
+        if after is not None:
+            q = q.where(or_(Run.started_at < after[0],
+                            and_(Run.started_at == after[0], Run.id < after[1])))
+        rows = session.execute(filter_runs(q, **filters)
+                               .order_by(Run.started_at.desc(), Run.id.desc()).limit(page)).all()
+        out += rows
+        if len(rows) < page:
+            return out
+        after = (rows[-1].started_at, rows[-1].id)
 
 
 def recent_means(session: Session, bench_id: int, pairs: Iterable[tuple[int, str]], branch: str,
