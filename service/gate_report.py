@@ -31,6 +31,9 @@ def print_gate(r: GateOut) -> None:
         if m.spread_from == "history":
             print(f"  - {m.name} [{series_label(m.series)}]: run-to-run spread from the series' "
                   f"history ({m.spread_runs} runs)")
+        if m.spread_from == "candidate":
+            print(f"  - {m.name} [{series_label(m.series)}]: run-to-run spread from the candidate's "
+                  f"{m.spread_runs} runs (wider than the series' history)")
 
 
 def print_noise(r: NoiseOut) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from ..models import PendingEvaluation, Run, RunMetric, SeriesState
 
@@ -76,6 +76,62 @@ def history_rows(session: Session, bench_id: int, metric: str, limit: int, **fil
          .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
     q = filter_runs(q, **filters)
     return session.execute(q.order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)).all()
+
+
+def every_history_row(session: Session, bench_id: int, metric: str, page: int, **filters) -> list:
+    """history_rows for every run that matches, newest first, read in pages of `page` runs
+    (keyset on time and id), so no history is cut short and no statement holds it all."""
+    out: list = []
+    after = None
+    while True:
+        q = (select(Run.id, Run.series_id, Run.started_at, Run.commit, Run.label, Run.branch,
+                    Run.body_sha256, Run.experiment_id, RunMetric.n, RunMetric.mean,
+                    RunMetric.median, RunMetric.stdev)
+             .join(RunMetric, RunMetric.run_id == Run.id)
+             .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
+        if after is not None:
+            q = q.where(or_(Run.started_at < after[0],
+                            and_(Run.started_at == after[0], Run.id < after[1])))
+        rows = session.execute(filter_runs(q, **filters)
+                               .order_by(Run.started_at.desc(), Run.id.desc()).limit(page)).all()
+        out += rows
+        if len(rows) < page:
+            return out
+        after = (rows[-1].started_at, rows[-1].id)
+
+
+def recent_means(session: Session, bench_id: int, pairs: Iterable[tuple[int, str]], branch: str,
+                 exclude: Iterable[int], limit: int) -> dict[tuple[int, str], list[float]]:
+    """For each (series, metric) pair, the run means of the newest `limit` runs of that series'
+    `branch` history (the history rule), leaving out the runs in `exclude` and counting a record
+    posted twice as its first post; oldest first. One statement for every pair (a window
+    function ranks each pair's runs)."""
+    wanted = set(pairs)
+    if not wanted:
+        return {}
+    earlier = aliased(Run)
+    reposted = (select(earlier.id).where(earlier.benchmark_id == Run.benchmark_id,
+                                         earlier.body_sha256 == Run.body_sha256,
+                                         earlier.id < Run.id).exists())
+    rank = func.row_number().over(partition_by=(Run.series_id, RunMetric.metric),
+                                  order_by=(Run.started_at.desc(), Run.id.desc())).label("rank")
+    q = (select(Run.series_id, RunMetric.metric, Run.started_at, Run.id, RunMetric.mean, rank)
+         .join(RunMetric, RunMetric.run_id == Run.id)
+         .where(Run.benchmark_id == bench_id, Run.series_id.in_(sorted({s for s, _ in wanted})),
+                RunMetric.metric.in_(sorted({m for _, m in wanted})), ~reposted))
+    left_out = sorted(set(exclude))
+    if left_out:
+        q = q.where(Run.id.not_in(left_out))
+    ranked = filter_runs(q, history_branch=branch).subquery()
+    rows = session.execute(select(ranked.c.series_id, ranked.c.metric, ranked.c.mean)
+                           .where(ranked.c.rank <= limit)
+                           .order_by(ranked.c.series_id, ranked.c.metric, ranked.c.started_at,
+                                     ranked.c.id)).all()
+    out: dict[tuple[int, str], list[float]] = {p: [] for p in wanted}
+    for sid, metric, mean in rows:
+        if (sid, metric) in out:
+            out[(sid, metric)].append(float(mean))
+    return out
 
 
 def unit_of(session: Session, bench_id: int, metric: str) -> str:

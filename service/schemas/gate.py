@@ -80,7 +80,8 @@ class MetricVerdict(BaseModel):
     role: Literal["gate", "evidence"] = Field("gate", description="gate metrics decide the "
                                               "overall verdict; evidence metrics never do")
     spread_from: str | None = Field(None, description="where the run-to-run spread came from: "
-                                    "baseline, history or blocks")
+                                    "baseline, history, candidate (its runs spread wider "
+                                    "than the history) or blocks")
     spread_runs: int | None = None
 
 

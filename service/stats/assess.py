@@ -14,10 +14,14 @@ Runs are the unit, with trials nested in them; trials are never the unit (item 2
   one candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t
   on run means (Welch-Satterthwaite df);
 - else from the series' history (run means of >= MIN_HISTORY runs, given by the caller): that
-  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`;
+  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`; when the
+  candidate's own runs spread wider, theirs for both sides, t with (candidate runs - 1) df,
+  `spread_from = "candidate"` (the spread is max(history, candidate), never narrower than the
+  candidate shows);
 - else no test: inconclusive, asking for the baseline runs that are missing.
 - fewer than 3 samples on a side: no test.
-- exact metrics (KV-cache capacity): compared exactly, no statistics.
+- exact metrics (KV-cache capacity): compared run by run with the baseline's typical value (the
+  median of its runs), no statistics.
 """
 from __future__ import annotations
 
@@ -65,7 +69,7 @@ class Assessment:
     sd_base_pct: float | None = None  # run-to-run sd used for the baseline, percent of its mean
     sd_cand_pct: float | None = None
     runs_known: bool = True  # False when the run-to-run spread is unknown
-    spread_from: str | None = None  # "baseline" or "history": where the run-to-run spread came from
+    spread_from: str | None = None  # "baseline", "history" or "candidate": where the spread came from
     spread_runs: int | None = None  # how many runs it came from
 
     @property
@@ -89,19 +93,39 @@ def fmt_value(v: float) -> str:
     return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.4g}"
 
 
-def _exact(b: Side, c: Side, base, cand, higher: bool) -> Assessment:
-    pick = min if higher else max  # the worst value of each side
-    bv = pick(v for r in base for v in r)
-    cv = pick(v for r in cand for v in r)
-    delta = 100.0 * (cv - bv) / bv if bv else None
-    if cv == bv:
-        verdict, note = "pass", f"unchanged at {fmt_value(bv)}"
-    elif (cv < bv) == higher:
+def _exact(b: Side, c: Side, base, cand, higher: bool,
+           candidate_ids: Sequence[int] = ()) -> Assessment:
+    """Run by run: each candidate run's value (the median of its samples) against the
+    baseline's typical value (the median of its runs' values). Any candidate run on the worse
+    side of it is a drop, named by run; every run on the better side is an improvement; else
+    a pass."""
+    typical = float(np.median([np.median(r) for r in base if len(r)]))
+    values = [float(np.median(r)) for r in cand if len(r)]
+    names = [f"run {i}" for i in candidate_ids] if len(candidate_ids) == len(values) else \
+        [f"candidate run {j + 1}" for j in range(len(values))]
+    worse = [(n, v) for n, v in zip(names, values) if (v < typical) == higher and v != typical]
+    better = [(n, v) for n, v in zip(names, values) if (v > typical) == higher and v != typical]
+    of = f"the baseline's typical {fmt_value(typical)} (median of {b.runs} run" \
+         f"{'s' if b.runs != 1 else ''})"
+    worst = (min if higher else max)(values)
+    delta = 100.0 * (worst - typical) / typical if typical else None
+
+    def listed(rows: list[tuple[str, float]]) -> str:
+        return ", ".join(f"{n} at {fmt_value(v)} ({v - typical:+,.0f})" for n, v in rows)
+
+    if worse:
         verdict = "regression"
-        note = f"{'dropped' if higher else 'rose'} from {fmt_value(bv)} to {fmt_value(cv)} ({cv - bv:+,.0f})"
-    else:
+        note = f"{len(worse)} of {len(values)} candidate run{'s' if len(values) != 1 else ''} " \
+               f"{'below' if higher else 'above'} {of}: {listed(worse)}"
+    elif better and len(better) == len(values):
+        best = (max if higher else min)(values)
+        delta = 100.0 * (best - typical) / typical if typical else None
         verdict = "improvement"
-        note = f"{'rose' if higher else 'dropped'} from {fmt_value(bv)} to {fmt_value(cv)} ({cv - bv:+,.0f})"
+        note = f"every candidate run {'above' if higher else 'below'} {of}: {listed(better)}"
+    else:
+        verdict = "pass"
+        note = f"unchanged at {fmt_value(typical)}" if not better else \
+            f"no candidate run {'below' if higher else 'above'} {of}"
     return Assessment(b, c, delta, delta, delta, delta, None, "exact", higher, note,
                       exact_verdict=verdict, k_runs=b.runs, m_runs=c.runs)
 
@@ -163,6 +187,11 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale:
                 f"Welch t-test on {scale} ({k} vs {m} runs)")
     if yh.size >= MIN_HISTORY:
         sd = max(float(yh.std(ddof=1)), floor)
+        sd_c = float(yc.std(ddof=1)) if m > 1 else 0.0
+        if sd_c > sd:  # never narrower than the candidate's own runs show
+            return ("candidate", m, sd_c, sd_c, sd_c * math.sqrt(1 / k + 1 / m), float(m - 1),
+                    f"t on {scale} ({k} vs {m} runs), run-to-run spread from the {m} candidate "
+                    f"runs, wider than the {yh.size} runs of the series' history ({m - 1} df)")
         return ("history", int(yh.size), sd, sd, sd * math.sqrt(1 / k + 1 / m),
                 float(yh.size - 1),
                 f"t on {scale} ({k} vs {m} runs), run-to-run spread from {yh.size} runs of "
@@ -171,16 +200,17 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale:
 
 
 def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], direction: str,
-           exact: bool = False, alpha: float = 0.05, history: Sequence[float] = ()
-           ) -> Assessment:
+           exact: bool = False, alpha: float = 0.05, history: Sequence[float] = (),
+           candidate_ids: Sequence[int] = ()) -> Assessment:
     """Baseline runs vs candidate runs (each run a list of its trials) for one metric;
     `history`: run means of the series' history, the spread used when the baseline has fewer
-    than MIN_BASELINE_RUNS runs."""
+    than MIN_BASELINE_RUNS runs; `candidate_ids`: the candidate runs' ids, named by an exact
+    metric's reason."""
     b, c = side(base), side(cand)
     higher = direction == "higher"
     k, m = len(base), len(cand)
     if exact:
-        return _exact(b, c, base, cand, higher)
+        return _exact(b, c, base, cand, higher, candidate_ids)
     if b.n < 3 or c.n < 3:
         short = [f"{name} has {s.n}" for name, s in (("baseline", b), ("candidate", c)) if s.n < 3]
         return Assessment(b, c, None, None, None, None, None, "none", higher,

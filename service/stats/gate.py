@@ -68,7 +68,8 @@ def overall(verdicts: Sequence[str]) -> str:
 def _evidence(c: Comparison, alpha: float) -> Assessment:
     """An evidence metric: its change always; an interval only when each side has >= 3 runs
     (spec/api.md v1.2 item 1)."""
-    a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha)
+    a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha,
+               candidate_ids=c.candidate_ids)
     if c.exact or (len(c.baseline) >= MIN_BASELINE_RUNS and len(c.candidate) >= MIN_BASELINE_RUNS):
         return a
     b, cs = side(c.baseline), side(c.candidate)
@@ -96,7 +97,8 @@ def judge(comparisons: Sequence[Comparison], alpha: float = 0.05,
         elif assessor is not None and not c.exact:
             a = assessor(c)
         else:
-            a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha, c.history)
+            a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha, c.history,
+                       candidate_ids=c.candidate_ids)
         assessed.append((c, a))
     tested = [a for c, a in assessed if a is not None and a.p_value is not None
               and c.role == "gate"]

@@ -3,6 +3,7 @@ out; the use case (service/usecases/history.py) reads the runs."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,57 +34,87 @@ def scale_of(values: Sequence[float]) -> float:
     return scale if scale > 0 else (float(np.std(x)) or 1.0)
 
 
+MIN_SEGMENT = 3  # runs a level needs: PELT's smallest segment, and the newest is judged at this
+SEGMENT_ALPHA = 0.01  # a segment's level differs from the reference's at this level (Welch)
+CONFIRM_RUNS = MIN_SEGMENT
+
+
 def segments(values: Sequence[float], penalty: float | None = None,
              scale: float | None = None) -> list[tuple[int, int]]:
     """(start, end) of each segment of a series of run means: ruptures' PELT (the linear kernel's
-    KernelCPD is PELT on the L2 cost, in C) on a robustly scaled signal. A window of a longer
-    history passes that history's `penalty` and `scale`."""
+    KernelCPD is PELT on the L2 cost, in C) on a robustly scaled signal, no segment shorter than
+    MIN_SEGMENT runs. A window of a longer history passes that history's `penalty` and
+    `scale`."""
     n = len(values)
-    if n < 6:
+    if n < 2 * MIN_SEGMENT:
         return [(0, n)] if n else []
     x = np.asarray(values, dtype=float)
     z = (x - np.median(x)) / (scale if scale is not None else scale_of(values))
     pen = penalty if penalty is not None else penalty_for(n)
-    bkps = [int(b) for b in ruptures.KernelCPD(kernel="linear", min_size=2)
+    bkps = [int(b) for b in ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT)
             .fit(z.reshape(-1, 1)).predict(pen=pen)]
     starts = [0] + [b for b in bkps if b < n]
     return [(s, e) for s, e in zip(starts, starts[1:] + [n])]
 
 
-CONFIRM_RUNS = 3  # the newest segment is judged once it holds this many runs
+def differs(segment: np.ndarray, reference: np.ndarray | float) -> bool:
+    """The segment's own test: Welch's t-test of its runs against the reference segment's runs
+    (a one-sample t-test against a stored reference level), at SEGMENT_ALPHA. Runs without any
+    spread differ exactly when their levels do."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # identical runs: scipy warns, p is exact
+        if isinstance(reference, np.ndarray):
+            p = stats.ttest_ind(segment, reference, equal_var=False).pvalue
+        else:
+            p = stats.ttest_1samp(segment, reference).pvalue
+    return bool(np.isfinite(p) and p < SEGMENT_ALPHA)
 
 
 def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
                   penalty: float | None = None, reference: float | None = None,
                   scale: float | None = None) -> list[ChangePoint]:
-    """Change points that add up (spec/api.md v1.2 item 6): each segment's level is compared
-    with the reference level (the first segment's, then the level the last change point moved
-    to); a segment past the threshold from it is a change point and becomes the reference. So
-    a staircase of small steps is one change point once the steps add up to the threshold.
-    `direction` ("higher"/"lower" is better): only changes in the worse direction count (and
-    move the reference), as alerts need; None: both directions. The newest segment is judged
-    only once it holds CONFIRM_RUNS runs: with one run at a new level PELT's two-run minimum
-    would start the segment a run early, and a lone run may be an outlier. `reference`: the
-    reference level of runs before `values` (a stored state); then every segment is judged."""
+    """THE change-detection rule, for the alerts and the dashboard alike (spec/api.md v1.2
+    item 6). The history is cut into segments (PELT, at least MIN_SEGMENT runs each); each
+    segment's level is compared with the reference level (the first segment's, then the level
+    of the last change point); a segment is a change point when its level is past the threshold
+    from the reference AND its runs differ from the reference segment's by their own test
+    (`differs`). A change point moves the reference both ways: a recovery resets it, so a
+    regression after a fix is seen again. `direction` ("higher"/"lower" is better) only filters
+    what is returned (alerts: the worse moves); None returns both, so the dashboard's change
+    points are the alerts' plus the recoveries. A staircase of small steps is one change point
+    once the steps add up; a blip shorter than MIN_SEGMENT runs is never a segment of its own,
+    so it neither alerts nor moves the reference. The newest segment is judged once it holds
+    CONFIRM_RUNS runs. `reference`: the reference level of runs before `values` (a stored
+    state); then every segment is judged against that number."""
     x = np.asarray(values, dtype=float)
     segs = segments(values, penalty, scale)
     if len(segs) < (1 if reference is not None else 2):
         return []
-    ref = reference if reference is not None else float(np.mean(x[segs[0][0]:segs[0][1]]))
+    ref_runs: np.ndarray | float
+    if reference is not None:
+        ref, ref_runs = reference, reference
+    else:
+        ref_runs = x[segs[0][0]:segs[0][1]]
+        ref = float(np.mean(ref_runs))
     out = []
     for start, end in segs[1:] if reference is None else segs:
         if end == len(x) and end - start < CONFIRM_RUNS:
             break
-        level = float(np.mean(x[start:end]))
+        runs = x[start:end]
+        level = float(np.mean(runs))
         if not ref:
-            ref = level
+            ref, ref_runs = level, runs
             continue
         delta = 100.0 * (level - ref) / abs(ref)
-        worse = delta < 0 if direction == "higher" else delta > 0
-        if abs(delta) >= threshold_pct and (direction is None or worse):
+        if abs(delta) >= threshold_pct and differs(runs, ref_runs):
             out.append(ChangePoint(start, ref, level, delta))
-            ref = level
-    return out
+            ref, ref_runs = level, runs
+    return out if direction is None else [c for c in out if is_worse(c, direction)]
+
+
+def is_worse(c: ChangePoint, direction: str) -> bool:
+    """A move in the worse direction of a metric whose `direction` ("higher"/"lower") is better."""
+    return c.delta_pct < 0 if direction == "higher" else c.delta_pct > 0
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ def evaluate(session: Session, bench: history.BenchmarkRow, metrics: list[str]) 
     hist_repo.clear_pending(session, bench.id)
     new: list[int] = []
     for metric in metrics:
-        for s in history.series_runs(session, bench, metric):
+        for s in history.series_runs(session, bench, metric, limit=None):
             window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
             new += judge(session, bench, metric, s["series_id"], window, 0, None, len(window))
     return new
@@ -130,7 +130,7 @@ def rebuild(session: Session, bench: history.BenchmarkRow, metric: str, series_i
             ) -> list[int]:
     """The state of one series from its history (the full recompute), with its alerts."""
     new: list[int] = []
-    for s in history.series_runs(session, bench, metric, series_id=series_id):
+    for s in history.series_runs(session, bench, metric, series_id=series_id, limit=None):
         window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
         new += judge(session, bench, metric, series_id, window, 0, None, len(window))
     return new
@@ -143,11 +143,12 @@ def judge(session: Session, bench: history.BenchmarkRow, metric: str, series_id:
     the whole window), the alerts of the new ones, and the state kept for the next runs."""
     means = [float(w[2]) for w in window]
     penalty, scale = hstats.penalty_for(runs), hstats.scale_of(means)
+    # every change point moves the reference (a recovery too); the worse ones raise alerts
     cps = [replace(c, index=c.index + start) for c in hstats.change_points(
-        means[start:], threshold_pct(metric), direction=direction(metric), penalty=penalty,
-        reference=reference, scale=scale)]
-    new = raise_alerts(session, bench, metric, series_id, [w[0] for w in window], cps) \
-        if cps else []
+        means[start:], threshold_pct(metric), penalty=penalty, reference=reference, scale=scale)]
+    worse = [c for c in cps if hstats.is_worse(c, direction(metric))]
+    new = raise_alerts(session, bench, metric, series_id, [w[0] for w in window], worse) \
+        if worse else []
     if cps:  # the part starts at the reference segment, as in the full recompute
         start, reference = cps[-1].index, None
     if len(window) - start > WINDOW_MAX:

@@ -9,7 +9,7 @@ pure statistics once, at the level in use (alpha / looks)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, lookup, role_of
@@ -236,7 +236,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
     samples = runs_repo.samples_of(session, cand_ids + base_ids, names)
     vary = list(sel.vary)
     matching = _matcher(series, vary)
-    items = []
+    items: list[Comparison] = []
+    few: dict[int, tuple[int, str]] = {}  # item -> (series, metric) whose spread is the history's
     for sid in sorted({keys[i].series_id for i in cand_ids}):
         s = series[sid]
         desc = series_desc(s)
@@ -259,11 +260,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
             d = defs[name]
             c_ids = [i for i in c_runs if name in samples.get(i, {})]
             b_ids = [i for i in b_runs if name in samples.get(i, {})]
-            spread: tuple[float, ...] = ()
             if 0 < len(b_ids) < 3 and d.role == GATE and not d.exact:
-                spread = tuple(history.recent_means(session, bench, keys[b_ids[0]].series_id, name,
-                                                    exclude=set(c_ids) | set(b_ids),
-                                                    limit=HISTORY_RUNS))
+                few[len(items)] = (keys[b_ids[0]].series_id, name)
             items.append(Comparison(
                 metric=name, unit=d.unit, direction=d.direction,
                 threshold_pct=float(sel.thresholds.get(name, d.threshold_pct)), exact=d.exact,
@@ -271,8 +269,13 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
                 candidate=[samples[i][name] for i in c_ids],
                 no_baseline_reason=why or (f"baseline runs of this series have no {name}"
                                            if not b_ids else None),
-                baseline_ids=tuple(b_ids), candidate_ids=tuple(c_ids), role=d.role,
-                history=spread))
+                baseline_ids=tuple(b_ids), candidate_ids=tuple(c_ids), role=d.role))
+    if few:
+        # the history spread of every few-run comparison of the request, in one query
+        spread = history.recent_means(session, bench, list(set(few.values())),
+                                      exclude=set(cand_ids) | set(base_ids), limit=HISTORY_RUNS)
+        for at, pair in few.items():
+            items[at] = replace(items[at], history=tuple(spread[pair]))
     return Comparisons(sel.benchmark, sel.baseline, sorted(base_ids), cand_ids, vary, sel.alpha,
                        1, False, items)
 

@@ -89,15 +89,22 @@ class SeriesHistory(TypedDict):
     label: NotRequired[str]
 
 
+PAGE = 5000  # runs one statement of a whole-history read holds
+
+
 def series_runs(session: Session, bench: BenchmarkRow, metric: str, series_id: int | None = None,
-             limit: int = 5000, since: datetime | None = None, until: datetime | None = None,
-             branch: str | None = None, label: str | None = None,
+             limit: int | None = 5000, since: datetime | None = None,
+             until: datetime | None = None, branch: str | None = None, label: str | None = None,
              run_ids: list[int] | None = None) -> list[SeriesHistory]:
+    """The newest `limit` runs' figures by series; `limit=None`: every run of the history,
+    read in pages of PAGE (the change points and alerts judge the whole history)."""
     branch = branch or default_branch(bench)
-    rows = hist_repo.history_rows(session, bench.id, metric, limit, label=label,
-                                  history_branch=None if branch == ALL_BRANCHES or run_ids is not None
-                                  else branch, series_id=series_id, since=since, until=until,
-                                  run_ids=run_ids)
+    filters: dict[str, Any] = dict(
+        label=label, history_branch=None if branch == ALL_BRANCHES or run_ids is not None
+        else branch, series_id=series_id, since=since, until=until, run_ids=run_ids)
+    rows = hist_repo.history_rows(session, bench.id, metric, limit, **filters) \
+        if limit is not None else hist_repo.every_history_row(session, bench.id, metric, PAGE,
+                                                               **filters)
     series = series_repo.series_rows(session, {r.series_id for r in rows})
     return fold(rows, {i: SeriesHistory(series_id=x.id, config=x.config, gpu=x.gpu,
                                         gpu_count=x.gpu_count, runs=[])
@@ -121,14 +128,12 @@ def fold(rows: Sequence[Any], series: Mapping[int, SeriesHistory]) -> list[Serie
     return list(out.values())
 
 
-def recent_means(session: Session, bench: BenchmarkRow, series_id: int, metric: str,
-                 exclude: set[int], limit: int) -> list[float]:
-    """Run means of the newest `limit` runs of one series' default-branch history (not the runs
-    in `exclude`), oldest first: the run-to-run spread of v1.2 item 2."""
-    runs = [r for s in series_runs(session, bench, metric, series_id=series_id,
-                                   limit=limit + len(exclude))
-            for r in s["runs"] if r["id"] not in exclude]
-    return [float(r["mean"]) for r in runs[-limit:]]
+def recent_means(session: Session, bench: BenchmarkRow, pairs: Sequence[tuple[int, str]],
+                 exclude: set[int], limit: int) -> dict[tuple[int, str], list[float]]:
+    """Run means of the newest `limit` runs of each (series, metric) pair's default-branch
+    history (not the runs in `exclude`), oldest first: the run-to-run spread of v1.2 item 2, in
+    one query for every pair of a request."""
+    return hist_repo.recent_means(session, bench.id, pairs, default_branch(bench), exclude, limit)
 
 
 def changepoints(session: Session, bench_name: str, metric: str,
@@ -136,7 +141,7 @@ def changepoints(session: Session, bench_name: str, metric: str,
     bench = get_benchmark(session, bench_name)
     thr = threshold_pct(metric)
     out = []
-    for s in series_runs(session, bench, metric, branch=branch):
+    for s in series_runs(session, bench, metric, branch=branch, limit=None):
         runs = s["runs"]
         cps = hstats.change_points([r["mean"] for r in runs], thr)
         out.append(SeriesChangePoints(

@@ -332,3 +332,58 @@ def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiv
         tagged = [r for r in every["data"] if r.get("bisect")]
         assert len(tagged) == 4 and tagged[0]["bisect"]["id"] == "bisect-1"
     app.state.engine.dispose()
+
+
+def leveled(bench: str, parts: list[tuple[float, int]], seed: int = 5) -> list[dict]:
+    """tok/s runs of one series at the given levels (level, runs), 0.05% noise, in time order."""
+    rng = random.Random(seed)
+    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    levels = [lv for lv, n in parts for _ in range(n)]
+    return [{"benchmark": bench, "config": {"tp": 1, "batch_size": 1},
+             "hardware": {"gpu": "NVIDIA H200", "gpu_count": 1},
+             "commit": f"{i:07d}feed", "branch": "main",
+             "started_at": (t0 + timedelta(hours=i)).isoformat(),
+             "metrics": {"tok_s": {"samples": [lv * (1 + rng.gauss(0, 0.0005)) for _ in range(3)]}}}
+            for i, lv in enumerate(levels)]
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_regression_after_a_fix_raises_a_second_alert(settings, receiver, incremental):
+    """100 x20, 97 x20, 100 x20, 97 x20 (tok_s, 0.5%): two alerts, at runs 20 and 60, whether
+    the runs arrive one by one (the incremental state) or are re-read in full; the dashboard's
+    change points are the same cuts, the recovery at 40 among them."""
+    app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
+    with TC(app) as c:
+        recs = leveled("fix", [(100, 20), (97, 20), (100, 20), (97, 20)])
+        if incremental:
+            ids = []
+            for k in range(0, len(recs), 7):
+                ids += c.post("/api/v1/runs/batch", json={"runs": recs[k:k + 7]}).json()["ids"]
+                drain_jobs(app)
+        else:
+            ids = c.post("/api/v1/runs/batch", json={"runs": recs}).json()["ids"]
+            assert c.post("/api/v1/alerts/evaluate").status_code == 200
+        a = c.get("/api/v1/alerts", params={"benchmark": "fix"}).json()
+        assert sorted(x["run_id"] for x in a["alerts"]) == [ids[20], ids[60]], a
+        assert all(x["delta_pct"] == pytest.approx(-3.0, abs=0.1) for x in a["alerts"])
+        cps = c.get("/api/v1/changepoints", params={"benchmark": "fix"}).json()
+        cuts = cps["series"][0]["change_points"]
+        assert [x["run_id"] for x in cuts] == [ids[20], ids[40], ids[60]]
+        assert {x["run_id"] for x in cuts if x["delta_pct"] < 0} == {x["run_id"] for x in a["alerts"]}
+    app.state.engine.dispose()
+
+
+def test_a_blip_does_not_mask_the_step_after_it(settings, receiver):
+    """100 x20, 95 x2, 100 x20, 97 x20: one alert, on the -3% step at run 42; the two-run blip
+    raises nothing and the dashboard marks only the step."""
+    app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
+    with TC(app) as c:
+        ids = c.post("/api/v1/runs/batch", json={"runs": leveled(
+            "blip", [(100, 20), (95, 2), (100, 20), (97, 20)])}).json()["ids"]
+        assert c.post("/api/v1/alerts/evaluate").status_code == 200
+        a = c.get("/api/v1/alerts", params={"benchmark": "blip"}).json()
+        assert [x["run_id"] for x in a["alerts"]] == [ids[42]], a
+        assert a["alerts"][0]["delta_pct"] == pytest.approx(-3.0, abs=0.1)
+        cuts = c.get("/api/v1/changepoints", params={"benchmark": "blip"}).json()
+        assert [x["run_id"] for x in cuts["series"][0]["change_points"]] == [ids[42]]
+    app.state.engine.dispose()

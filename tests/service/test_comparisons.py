@@ -116,3 +116,80 @@ def test_evidence_metrics_never_change_the_verdict(client):
     assert g["verdict"] == "pass"
     g = gate(client, "ev", ids[:5], [ids[5]], metrics=["aux_gap_mean_us"])
     assert g["metrics"][0]["role"] == "gate" and g["verdict"] == "inconclusive"
+
+
+QUIET = [1.0 + 0.002 * z for z in (-1.2, 0.4, 0.9, -0.3, 1.5, -0.8, 0.1, -1.6, 0.7, 0.3,
+                                   -0.5, 1.1, -0.9, 0.6, -0.2, 1.3, -1.1, 0.2, -0.4, 0.8)]
+NOISY = [0.9845, 0.995, 1.0, 1.005, 1.0155]  # five candidate runs, run-to-run sd 1.15%
+
+
+def flat_run(bench: str, level: float, i: int, gpu_count: int = 1, **over) -> dict:
+    return minimal_run(benchmark=bench, started_at=f"2026-11-0{1 + i // 24}T{i % 24:02d}:00:00Z",
+                       hardware={"gpu": "NVIDIA H200", "gpu_count": gpu_count},
+                       metrics={"tok_s": {"samples": [1000 * level * f for f in
+                                                      (0.9995, 1.0, 1.0005)]},
+                                "req_s": {"samples": [10 * level * f for f in
+                                                      (0.9995, 1.0, 1.0005)]}}, **over)
+
+
+def test_few_run_baseline_is_never_narrower_than_the_candidate(client):
+    """One baseline run, a quiet history (0.2%), five candidate runs spread 1.15% run to run: the
+    spread is the candidate's (max of the two) with its 4 df, the bound about -2.7%, and the
+    verdict is not a pass (the history's spread alone gave a bound of -0.41% and a pass)."""
+    import math
+
+    from scipy import stats
+
+    batch(client, [flat_run("few", lv, i) for i, lv in enumerate(QUIET)])
+    base = batch(client, [flat_run("few", 1.0, 30, branch="release")])
+    cand = batch(client, [flat_run("few", lv, 31 + j, pr=4, branch="fix")
+                          for j, lv in enumerate(NOISY)])
+    m = next(x for x in gate(client, "few", base, cand)["metrics"] if x["name"] == "tok_s")
+    assert m["spread_from"] == "candidate" and m["spread_runs"] == 5, m
+    logs = [math.log(lv) for lv in NOISY]
+    sd = stats.tstd(logs)
+    d = sum(logs) / 5 - math.log(1.0)
+    expect = 100 * math.expm1(d - stats.t.ppf(0.95, 4) * sd * math.sqrt(1 + 1 / 5))
+    assert m["bound_pct"] == pytest.approx(expect, abs=1e-6)
+    assert -2.9 < m["bound_pct"] < -2.5
+    assert m["verdict"] == "inconclusive", m
+    # the history's spread alone: what the bound was before the candidate's spread counted
+    hist_sd = stats.tstd([math.log(v) for v in QUIET])
+    assert 100 * math.expm1(d - stats.t.ppf(0.95, 19) * hist_sd * math.sqrt(1.2)) > -0.8
+
+
+def test_few_run_history_spread_is_one_query_per_request(client):
+    """The history spread of every few-run comparison (series x metric) comes from one
+    statement: as many statements for three series as for one."""
+    from sqlalchemy import event
+
+    def load(bench: str, counts: range) -> tuple[list[int], list[int]]:
+        recs, base, cand = [], [], []
+        for g in counts:
+            recs += [flat_run(bench, lv, i, gpu_count=g) for i, lv in enumerate(QUIET)]
+        batch(client, recs)
+        for g in counts:
+            base += batch(client, [flat_run(bench, 1.0, 30, gpu_count=g, branch="release")])
+            cand += batch(client, [flat_run(bench, 0.999, 31, gpu_count=g, pr=4)])
+        return base, cand
+
+    engine = client.app.state.engine
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, params, context, executemany):
+        statements.append(statement)
+
+    counts = {}
+    for bench, gpus in (("one", range(1, 2)), ("three", range(1, 4))):
+        base, cand = load(bench, gpus)
+        event.listen(engine, "before_cursor_execute", seen)
+        try:
+            statements.clear()
+            g = gate(client, bench, base, cand)
+        finally:
+            event.remove(engine, "before_cursor_execute", seen)
+        assert {m["spread_from"] for m in g["metrics"]} == {"history"}
+        assert len(g["metrics"]) == 2 * len(gpus)
+        counts[bench] = len(statements)
+        assert sum("row_number" in s.lower() for s in statements) == 1, statements
+    assert counts["one"] == counts["three"], counts

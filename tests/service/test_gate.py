@@ -163,3 +163,27 @@ def test_changepoints_and_noise(client):
     assert len(cp) == 1 and cp[0]["index"] == 8 and cp[0]["delta_pct"] == pytest.approx(-3.0)
     nz = client.get("/api/v1/noise?benchmark=bench-a").json()["series"][0]
     assert nz["runs"] == 16 and nz["trial_cv_pct"] == pytest.approx(0.05 / 98.5 * 100, rel=0.05)
+
+
+def test_exact_metric_compares_each_candidate_run_with_the_baselines_typical_value(client):
+    """KV capacity: a baseline of 500,000, 578,368, 578,368 has a typical 578,368; a candidate
+    run at 520,000 is a drop, however it compares with the baseline's worst run."""
+    n = iter(range(100))
+    mk = lambda kv: minimal_run(metrics={"kv_capacity_tokens": {"samples": [kv]},  # noqa: E731
+                                         "tok_s": {"samples": [100, 100.1, 99.9]}},
+                                started_at=f"2026-11-02T00:{next(n):02d}:00Z")
+    ids = [client.post("/api/v1/runs", json=mk(kv)).json()["id"] for kv in (500000, 578368, 578368)]
+    client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids})
+    low = client.post("/api/v1/runs", json=mk(520000)).json()["id"]
+    same = client.post("/api/v1/runs", json=mk(578368)).json()["id"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v",
+                                          "run_ids": [low, same]}).json()
+    kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
+    assert g["verdict"] == "fail" and kv["verdict"] == "regression", kv
+    assert f"run {low} at 520,000" in kv["reason"] and f"run {same}" not in kv["reason"]
+    assert "typical 578,368" in kv["reason"] and "1 of 2 candidate runs" in kv["reason"]
+    assert kv["delta_pct"] == pytest.approx(100 * (520000 - 578368) / 578368)
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v",
+                                          "run_ids": [same]}).json()
+    kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
+    assert kv["verdict"] == "pass" and "unchanged at 578,368" in kv["reason"]

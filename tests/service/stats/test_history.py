@@ -52,3 +52,46 @@ def test_noise_figures():
     assert n.min_detectable_pct > n.min_detectable_pct_pooled > 0
     assert noise(figs[:2]).run_to_run_cv_pct is None
     assert math.isclose(noise([]).runs, 0)
+
+
+def levels(*parts: tuple[float, int], noise_pct: float = 0.05, seed: int = 5) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [lv * (1 + rng.normal(0, noise_pct / 100)) for lv, n in parts for _ in range(n)]
+
+
+def test_a_regression_after_a_fix_is_seen_again():
+    """100 x20, 97 x20, 100 x20, 97 x20 at 0.5%: the recovery moves the reference, so the second
+    drop is a change point too; the worse-only view keeps the two drops."""
+    vals = levels((100, 20), (97, 20), (100, 20), (97, 20))
+    both = change_points(vals, 0.5)
+    assert [c.index for c in both] == [20, 40, 60]
+    assert [round(c.delta_pct) for c in both] == [-3, 3, -3]
+    worse = change_points(vals, 0.5, direction="higher")
+    assert [c.index for c in worse] == [20, 60]
+    assert worse == [c for c in both if c.delta_pct < 0]
+
+
+def test_a_blip_never_masks_a_step():
+    """100 x20, 95 x2, 100 x20, 97 x20: two runs are no segment of their own (MIN_SEGMENT), so
+    the blip neither alerts nor moves the reference; the -3% step is the one change point."""
+    vals = levels((100, 20), (95, 2), (100, 20), (97, 20))
+    cps = change_points(vals, 0.5, direction="higher")
+    assert [c.index for c in cps] == [42]
+    assert cps[0].delta_pct == pytest.approx(-3.0, abs=0.1)
+    assert [c.index for c in change_points(vals, 0.5)] == [42]
+
+
+def test_a_segment_needs_its_own_test():
+    """Pure noise (1% run to run) cut finely (a small PELT penalty): segments whose levels are
+    past the 0.5% threshold from the reference are no change point unless their runs differ
+    from the reference segment's by Welch's t-test."""
+    from service.stats.history import differs, segments
+
+    rng = np.random.default_rng(1)
+    vals = list(100 * (1 + rng.normal(0, 0.01, 60)))
+    segs = segments(vals, penalty=1.0)
+    ref = np.asarray(vals[segs[0][0]:segs[0][1]])
+    past = [(s, e) for s, e in segs[1:] if abs(np.mean(vals[s:e]) / ref.mean() - 1) >= 0.005]
+    assert len(past) >= 3  # the threshold alone would call these changes
+    assert not any(differs(np.asarray(vals[s:e]), ref) for s, e in past)
+    assert change_points(vals, 0.5, penalty=1.0) == []
