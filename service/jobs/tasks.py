@@ -51,6 +51,8 @@ LANES = ("trace", "default")
 
 
 def kinds_of(lane: str) -> list[str]:
+    if lane not in LANES:
+        raise ValueError(f"no lane {lane!r}; lanes: {', '.join(LANES)}")
     return [name for name, kind in KINDS.items() if kind.lane == lane]
 
 
