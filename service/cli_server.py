@@ -79,7 +79,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seed_if_empty(s, args.seed, progress=True)
     jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
     print(f"perfwarden on http://{args.host}:{args.port}/ (database: {redact(s.database_url)}; "
-          f"anonymous writes: {_writes_open(s)}; durable jobs: {jobs})", file=sys.stderr)
+          f"anonymous writes: {_writes_open(s)}; reads: "
+          f"{'need a token' if s.reads_need_token else 'open'}; durable jobs: {jobs})",
+          file=sys.stderr)
+    if s.github_token and s.bot_baseline and not s.github_allowed:
+        print("PR comments: none will be posted, PERFWARDEN_GITHUB_REPOS lists no repository",
+              file=sys.stderr)
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["PERFWARDEN_BIND_HOST"] = args.host
         uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
