@@ -39,7 +39,12 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     tsub = p.add_subparsers(dest="tokens_cmd", required=True)
     c = tsub.add_parser("create")
     c.add_argument("--name", required=True)
-    c.add_argument("--scope", choices=["read", "write"], default="write")
+    c.add_argument("--scope", choices=["read", "ingest", "write", "admin"], default="write",
+                   help="read: reads; ingest: reads, and runs and traces of the --benchmark "
+                   "names; write: every write but the admin ones; admin: everything (baselines, "
+                   "run deletion, benchmark settings, alert evaluation)")
+    c.add_argument("--benchmark", action="append", default=[], metavar="NAME",
+                   help="(ingest, repeatable) a benchmark the token may post runs and traces for")
     r = tsub.add_parser("revoke")
     r.add_argument("--name", required=True)
     tsub.add_parser("list")
@@ -74,7 +79,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seed_if_empty(s, args.seed, progress=True)
     jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
     print(f"perfwarden on http://{args.host}:{args.port}/ (database: {redact(s.database_url)}; "
-          f"anonymous writes: {_writes_open(s)}; durable jobs: {jobs})", file=sys.stderr)
+          f"anonymous writes: {_writes_open(s)}; reads: "
+          f"{'need a token' if s.reads_need_token else 'open'}; durable jobs: {jobs})",
+          file=sys.stderr)
+    if s.github_token and s.bot_baseline and not s.github_allowed:
+        print("PR comments: none will be posted, PERFWARDEN_GITHUB_REPOS lists no repository",
+              file=sys.stderr)
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["PERFWARDEN_BIND_HOST"] = args.host
         uvicorn.run("service.main:create_app", factory=True, host=args.host, port=args.port,
@@ -148,9 +158,13 @@ def cmd_tokens(args: argparse.Namespace) -> int:
     sessions = session_factory(make_engine(s.database_url))
     with transaction(sessions) as session:
         if args.tokens_cmd == "create":
-            token = tokens.create(session, args.name, args.scope)
+            try:
+                token = tokens.create(session, args.name, args.scope, args.benchmark)
+            except ValueError as e:
+                raise CliError(f"tokens create: {e}") from None
             print(token)
-            print(f"token {args.name!r} ({args.scope}) created; it is shown only once",
+            only = f" for {', '.join(sorted(set(args.benchmark)))}" if args.benchmark else ""
+            print(f"token {args.name!r} ({args.scope}{only}) created; it is shown only once",
                   file=sys.stderr)
         elif args.tokens_cmd == "revoke":
             n = tokens.revoke(session, args.name)
@@ -160,7 +174,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
         else:
             for t in tokens.list_all(session):
                 print(f"{t.id}\t{t.name}\t{t.scope}\t{'revoked' if t.revoked else 'active'}\t"
-                      f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}")
+                      f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}\t{','.join(t.benchmarks or []) or '*'}")
     return 0
 
 

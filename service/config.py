@@ -21,9 +21,14 @@ class Settings(BaseSettings):
     # trace uploads into one API process share this many MB/s (0: unpaced), so a rank set
     # arriving on loopback does not take the CPU that gate requests need (tracestore.Pace)
     upload_mb_s: float = Field(100.0, ge=0)
-    read_auth: bool = False
+    # reads need a token when on (1/on/true), never when off (0/off/false); unset: they need one
+    # exactly when the server listens beyond loopback (`serve --host 0.0.0.0`)
+    read_auth: bool | None = None
     bind_host: str = "127.0.0.1"  # set by `perfwarden serve`; writes are open only on loopback
     github_token: SecretStr | None = None
+    # OWNER/NAME,...: the only repositories the bot posts PR comments to (a run's `repository`
+    # is data anyone with ingest rights chooses); empty: it posts to none
+    github_repos: str = ""
     github_api_url: str = "https://api.github.com"
     bot_baseline: str | None = None  # post PR comments by itself against this baseline
     dashboard_url: str | None = None
@@ -63,6 +68,24 @@ class Settings(BaseSettings):
     @property
     def in_process_worker(self) -> bool:
         return self.is_sqlite if self.jobs_in_process is None else self.jobs_in_process
+
+    @property
+    def reads_need_token(self) -> bool:
+        return (not self.loopback) if self.read_auth is None else self.read_auth
+
+    @property
+    def github_allowed(self) -> frozenset[str]:
+        """The allow-list of PERFWARDEN_GITHUB_REPOS, lower-cased (GitHub names ignore case)."""
+        return frozenset(r.strip().lower() for r in self.github_repos.split(",") if r.strip())
+
+    def github_refusal(self, repository: str) -> str | None:
+        """Why the bot may not post to `repository`, or None when it may."""
+        if not self.github_allowed:
+            return (f"repository {repository!r} refused: PERFWARDEN_GITHUB_REPOS is empty, so the "
+                    "bot posts to no repository")
+        if repository.strip().lower() not in self.github_allowed:
+            return f"repository {repository!r} is not in PERFWARDEN_GITHUB_REPOS"
+        return None
 
     @property
     def loopback(self) -> bool:

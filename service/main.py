@@ -133,6 +133,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
     app.state.upload_pace = tracestore.Pace(settings.upload_mb_s * 1e6 or None)
 
+    from .api.guard import Guard
+
+    app.add_middleware(Guard, settings=settings)  # in front of every route (api/guard.py)
     _error_handlers(app)
     _routers(app)
     _offline_docs(app)

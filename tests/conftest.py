@@ -13,6 +13,9 @@ DATA = ROOT / "tests" / "data"
 H200 = ROOT / "data" / "h200"
 PG_ADMIN = os.environ.get("PERFWARDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 ARTIFACTS = ROOT / "test-artifacts"
+# TestClient's default peer ('testclient') and Host ('testserver') are not this machine: a
+# client built with these is a request from loopback, as a local CLI or browser makes
+LOCAL = {"base_url": "http://localhost", "client": ("127.0.0.1", 50000)}
 
 
 def _pg_available() -> bool:
@@ -109,7 +112,7 @@ def client(settings):
     from service.main import create_app
 
     app = create_app(settings)
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         yield c
     app.state.engine.dispose()
 

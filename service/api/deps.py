@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -14,7 +15,8 @@ from ..errors import BadRequest, Forbidden, Invalid, TooLarge, Unauthorized
 from ..schemas import ErrorOut
 from ..usecases import tokens
 
-ERRORS: dict[int | str, dict] = {code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413, 422)}
+ERRORS: dict[int | str, dict] = {code: {"model": ErrorOut}
+                                 for code in (401, 403, 404, 409, 413, 415, 422)}
 
 
 def settings(request: Request) -> Settings:
@@ -36,6 +38,7 @@ def _bearer(request: Request) -> str | None:
     return None
 
 
+TOKEN_COOKIE = "perfwarden_token"
 _NO_TOKENS_TTL_S = 1.0
 
 
@@ -53,38 +56,133 @@ def _no_tokens(request: Request, session) -> bool:
 
 
 PROXY_HEADERS = ("forwarded", "x-forwarded-for")
+CROSS_SITE = "a page on"  # an anonymous write from another site is 403, not 401
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
-def require_write(request: Request) -> None:
-    """Writes are open only while no token was ever created, the server listens on loopback and
-    the request did not come through a proxy (spec/api.md v1.1, "Auth")."""
+def _loopback_addr(host: str | None) -> bool:
+    return host is not None and (host == "::1" or host.startswith("127.") or
+                                 host == "::ffff:127.0.0.1")
+
+
+def _host_name(authority: str) -> str:
+    """The name of a `Host` header value (`localhost:8000` -> `localhost`, `[::1]:80` -> `[::1]`)."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[:authority.find("]") + 1] if "]" in authority else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def local_refusal(request: Request) -> str | None:
+    """Why the request may not write anonymously, or None: it must come from a loopback peer
+    address (never the server's configured host alone), name a loopback `Host`, carry no
+    forwarding header (a proxy on this machine would make every peer loopback), and come from
+    no other origin (`Origin` absent or this same loopback origin, `Sec-Fetch-Site` neither
+    cross-site nor same-site)."""
     s: Settings = request.app.state.settings
-    token = _bearer(request)
-    local = s.loopback and not any(h in request.headers for h in PROXY_HEADERS)
-    if token is None and local and getattr(request.app.state, "no_tokens_until", 0.0) > \
-            time.monotonic():
-        return
-    with transaction(request.app.state.sessions) as session:
-        if token is None:
-            if local and _no_tokens(request, session):
-                return
-            raise Unauthorized("this server needs 'Authorization: Bearer <token>' "
-                           "with write scope for writes")
-        row = tokens.find(session, token)
-        if row is None:
-            raise Unauthorized("unknown or revoked token")
-        if row.scope != "write":
-            raise Forbidden(f"token {row.name!r} is read-only")
+    h = request.headers
+    if not s.loopback:
+        return "the server listens beyond loopback"
+    peer = request.client.host if request.client else None
+    if not _loopback_addr(peer):
+        return f"the request came from {peer or 'an unknown address'}, not this machine"
+    if any(name in h for name in PROXY_HEADERS):
+        return "the request came through a proxy (Forwarded or X-Forwarded-For)"
+    host = h.get("host", "")
+    if _host_name(host) not in LOOPBACK_NAMES:
+        return f"the Host header {host[:100]!r} is not a loopback name"
+    if h.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return f"{CROSS_SITE} another site (Sec-Fetch-Site)"
+    origin = h.get("origin")
+    if origin is not None and origin.strip().lower() not in (f"http://{host.lower()}",
+                                                             f"https://{host.lower()}"):
+        return f"{CROSS_SITE} another origin ({origin[:100]!r})"
+    return None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who writes: a token (its name, scope and, for ingest, its benchmarks) or an anonymous
+    local request (`name` None, every right)."""
+    name: str | None
+    scope: str
+    benchmarks: frozenset[str] | None = None  # None: every benchmark
+
+    def check_benchmarks(self, names: set[str]) -> None:
+        """Forbidden unless the principal may post runs and traces of every one of `names`."""
+        if self.benchmarks is None:
+            return
+        outside = sorted(set(names) - self.benchmarks)
+        if outside:
+            raise Forbidden(f"token {self.name!r} may post only for "
+                            f"{', '.join(sorted(self.benchmarks))}, not {outside[0]!r}",
+                            "benchmark")
+
+
+# what each level of write lets through: ingest (runs and traces), write (also alert state),
+# admin (baselines, run deletion, benchmark settings, alert evaluation)
+LEVELS = {"ingest": ("ingest", "write", "admin"), "write": ("write", "admin"),
+          "admin": ("admin",)}
+ANONYMOUS = Principal(None, "admin")
+
+
+def _writer(level: str):
+    allowed = LEVELS[level]
+
+    def require(request: Request) -> Principal:
+        """Writes are anonymous only while no token was ever created, from this machine
+        (local_refusal); otherwise they need a bearer token whose scope covers `level`
+        (spec/api.md, "Auth"). A cookie never authorizes a write."""
+        token = _bearer(request)
+        why = local_refusal(request) if token is None else None
+        if token is None and why is None and \
+                getattr(request.app.state, "no_tokens_until", 0.0) > time.monotonic():
+            request.state.principal = ANONYMOUS
+            return ANONYMOUS
+        with transaction(request.app.state.sessions) as session:
+            if token is None:
+                if why is None and _no_tokens(request, session):
+                    request.state.principal = ANONYMOUS
+                    return ANONYMOUS
+                if why is not None and why.startswith(CROSS_SITE):
+                    raise Forbidden(f"write refused: {why}")
+                reason = f" ({why})" if why else ""
+                raise Unauthorized("writes need 'Authorization: Bearer <token>'" + reason)
+            row = tokens.find(session, token)
+            if row is None:
+                raise Unauthorized("unknown or revoked token")
+            if row.scope not in allowed:
+                raise Forbidden(f"token {row.name!r} ({row.scope}) cannot do this: it needs "
+                                f"a token of scope {' or '.join(allowed)}")
+            p = Principal(row.name, row.scope,
+                          frozenset(row.benchmarks or ()) if row.scope == "ingest" else None)
+        request.state.principal = p
+        return p
+
+    return require
+
+
+require_ingest = _writer("ingest")
+require_write = _writer("write")
+require_admin = _writer("admin")
+
+
+def principal(request: Request) -> Principal:
+    """The writer its route's access dependency found."""
+    return request.state.principal
 
 
 def require_read(request: Request) -> None:
+    """Reads need a token (any scope; the bearer header, or the dashboard's `perfwarden_token`
+    cookie) when PERFWARDEN_READ_AUTH is on, or is unset while the server listens beyond
+    loopback."""
     s: Settings = request.app.state.settings
-    if not s.read_auth:
+    if not s.reads_need_token:
         return
-    token = _bearer(request)
+    token = _bearer(request) or request.cookies.get(TOKEN_COOKIE) or None
     if token is None:
-        raise Unauthorized("reads need 'Authorization: Bearer <token>' "
-                       "(PERFWARDEN_READ_AUTH=1)")
+        raise Unauthorized("reads need 'Authorization: Bearer <token>' (or the "
+                           f"{TOKEN_COOKIE} cookie); PERFWARDEN_READ_AUTH=off opens them")
     with transaction(request.app.state.sessions) as session:
         if tokens.find(session, token) is None:
             raise Unauthorized("unknown or revoked token")
@@ -140,4 +238,6 @@ async def strict_query(request: Request) -> None:
 SessionDep = Annotated[Session, Depends(db, scope="function")]
 SettingsDep = Annotated[Settings, Depends(settings)]
 ReadAccess = Depends(require_read)
+IngestAccess = Depends(require_ingest)
 WriteAccess = Depends(require_write)
+AdminAccess = Depends(require_admin)

@@ -1,8 +1,10 @@
 """The service posts by itself when a run arrives carrying `repository` and `pr` and the server
 holds a GitHub token (PERFWARDEN_GITHUB_TOKEN) and a baseline name (PERFWARDEN_BOT_BASELINE):
-the ingest queues `post_for_run` as a durable job (service/jobs)."""
+the ingest queues `post_for_run` as a durable job (service/jobs). It posts only to the
+repositories of PERFWARDEN_GITHUB_REPOS: a run's `repository` is whatever its poster wrote."""
 from __future__ import annotations
 
+import logging
 import threading
 
 from ..db import transaction
@@ -10,6 +12,7 @@ from ..usecases.prcomments import pr_verdict, record_comment
 from .github import GitHub
 from .markdown import marker, render
 
+log = logging.getLogger("perfwarden.bot")
 _LOCKS: dict[tuple[str, int, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -30,6 +33,10 @@ def post_for_run(sessions, settings, run_id: int) -> None:  # noqa: ANN001 - ses
     with transaction(sessions) as session:
         v = pr_verdict(session, run_id, s.bot_baseline, s.gate_alpha)
     if v is None:
+        return
+    why = s.github_refusal(v.repository)
+    if why is not None:  # refused for good: never tried again
+        log.warning("no PR comment for run %s: %s", run_id, why)
         return
     with _pr_lock(v.repository, v.pr, v.benchmark):
         with transaction(sessions) as session:  # again, under the lock: the newest runs

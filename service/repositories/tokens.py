@@ -11,18 +11,28 @@ from sqlalchemy.orm import Session
 from ..models import ApiToken
 
 PREFIX = "pw_"
+SCOPES = ("read", "ingest", "write", "admin")
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(session: Session, name: str, scope: str) -> str:
-    if scope not in ("read", "write"):
-        raise ValueError("scope must be read or write")
+def create(session: Session, name: str, scope: str,
+           benchmarks: list[str] | None = None) -> str:
+    """A new token; an `ingest` token names at least one benchmark, no other scope names any."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+    names = sorted({b.strip() for b in benchmarks or [] if b.strip()})
+    if scope == "ingest" and not names:
+        raise ValueError("an ingest token needs at least one --benchmark")
+    if scope != "ingest" and names:
+        raise ValueError(f"--benchmark is for ingest tokens; a {scope} token covers every "
+                         "benchmark")
     token = PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(name=name, scope=scope, token_sha256=hash_token(token),
-                         created_at=datetime.now(timezone.utc)))
+                         created_at=datetime.now(timezone.utc),
+                         benchmarks=names if scope == "ingest" else None))
     session.flush()
     return token
 

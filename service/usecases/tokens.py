@@ -10,8 +10,13 @@ if TYPE_CHECKING:
     from ..models import ApiToken
 
 
-def create(session: Session, name: str, scope: str) -> str:
-    return repo.create(session, name, scope)
+SCOPES = repo.SCOPES
+
+
+def create(session: Session, name: str, scope: str, benchmarks: list[str] | None = None) -> str:
+    """A new token's secret (shown once); ValueError for a scope and benchmarks that do not
+    go together."""
+    return repo.create(session, name, scope, benchmarks)
 
 
 def revoke(session: Session, name: str) -> int:

@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from ..models import Run, TraceFile
 
 
-def check_run(sessions: SessionFactory, run_id: int) -> None:
+def check_run(sessions: SessionFactory, run_id: int) -> str:
+    """The run's benchmark name; NotFound when there is no such run."""
     with transaction(sessions) as session:
-        if repo.run(session, run_id) is None:
+        run = repo.run(session, run_id)
+        if run is None:
             raise NotFound(f"run {run_id} not found")
+        return run.benchmark.name
 
 
 def _record(sessions: SessionFactory, data_dir: Path, tmp: Path, sha: str, run_id: int,

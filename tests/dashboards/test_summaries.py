@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.conftest import H200, drain_jobs, h200_records
+from tests.conftest import H200, LOCAL, drain_jobs, h200_records
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def app_client(settings):
     from service.main import create_app
 
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         yield app, c
     app.state.engine.dispose()
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.conftest import H200, ROOT
+from tests.conftest import H200, LOCAL, ROOT
 
 TRACE = H200 / "traces" / "tp2-overlap-eager-nsys_M1.sqlite.gz"
 
@@ -42,7 +42,7 @@ def test_upload_is_pending_then_the_worker_makes_it_done(settings):
     expected = rec.pop("trace_summary")  # what the GPU node's analysis said about this file
     rec.pop("trace_files")
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid, r = _upload(c, rec)
         assert r.json()["state"] == "pending" and r.json()["format"] == "nsys"
         page = c.get(f"/runs/{rid}").text
@@ -86,7 +86,7 @@ def test_an_uploaded_profile_that_cannot_show_the_timed_trials_says_so(settings)
     want = warnings_for(analyze_files([TRACE]), rec["config"])
     assert len(want) == 1 and "no graph replays" in want[0]
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid, _ = _upload(c, rec)
         drain_jobs(app)
         got = c.get(f"/api/v1/runs/{rid}").json()["trace_summary"]
@@ -123,7 +123,7 @@ def test_a_rank_set_arrives_rank_by_rank_and_is_summarized_as_one(settings):
     expected = json.loads(local.stdout)
     kept = tracestore.columns_dir(settings.data_dir)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=_record() | {"trace_summary": None,
                                                         "trace_files": []}).json()["id"]
         for i, f in enumerate(ranks):

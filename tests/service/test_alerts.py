@@ -3,6 +3,7 @@ raise one alert naming the right runs and commits; it reaches the webhook once a
 GitHub issue (a local HTTP server speaking GitHub's issues API); re-evaluating adds nothing."""
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -13,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from service.config import Settings
-from tests.conftest import drain_jobs
+from tests.conftest import LOCAL, drain_jobs
 
 TOKEN = "ghp_alert_token_456"
 STEP_SERIES, STEP_AT, RUNS, SERIES = 17, 70, 100, 30
@@ -90,7 +91,7 @@ def _app(settings: Settings, receiver: Receiver, **over):
         "alert_webhook": SecretStr(f"{receiver.url}/hook"), "alert_github_repo": "acme/engine",
         "github_token": SecretStr(TOKEN), "github_api_url": receiver.url, "alert_backoff_s": 0.0,
         "dashboard_url": "http://dash.example", **over})
-    return create_app(s), TestClient
+    return create_app(s), functools.partial(TestClient, **LOCAL)
 
 
 def history(series: int = SERIES, runs: int = RUNS, step_series: int = STEP_SERIES,

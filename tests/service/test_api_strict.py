@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import count_rows, minimal_run
+from tests.conftest import LOCAL, count_rows, minimal_run
 
 
 def test_unknown_query_parameters_are_422(client):
@@ -78,7 +78,7 @@ def test_health_reports_migration_state(tmp_path):
     url = f"sqlite:///{tmp_path / 'old.db'}"
     migrate.upgrade(url, "0001")
     app = create_app(Settings(database_url=url, data_dir=tmp_path / "d"))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         r = c.get("/api/v1/health")
         assert r.status_code == 503
         err = r.json()["error"]

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from service.bot.github import GitHub, GitHubError
-from tests.conftest import drain_jobs, h200_records
+from tests.conftest import LOCAL, drain_jobs, h200_records
 from tests.github_standin import TOKEN, FakeGitHub
 
 
@@ -155,9 +155,10 @@ def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
     settings.github_token = SecretStr(TOKEN)
     settings.github_api_url = gh.url
     settings.bot_baseline = "v1"
+    settings.github_repos = "other/repo, Acme/Engine"  # the allow-list ignores case
     settings.dashboard_url = "http://dash.local"
     recs = h200_records("noise", "graphs")
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), **LOCAL) as c:
         ids = {}
         for r in recs:
             ids.setdefault(r["label"].split("-")[0], []).append(

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tests.conftest import minimal_run
+from tests.conftest import LOCAL, minimal_run
 
 RUN_SD, TRIAL_SD = 0.007, 0.001  # the A/A: run-to-run spread 0.7%, trials 0.1%
 
@@ -82,7 +82,7 @@ def test_intervals_never_reach_minus_100_and_levels_follow_alpha(settings):
             for i, v in enumerate([100.0, 160.0, 40.0, 20.0])]
     for alpha, level in ((0.05, "95%"), (0.01, "99%")):
         app = create_app(settings.model_copy(update={"gate_alpha": alpha}))
-        with TestClient(app) as c:
+        with TestClient(app, **LOCAL) as c:
             ids = batch(c, recs) if alpha == 0.05 else [r["id"] for r in c.get(
                 "/api/v1/runs", params={"benchmark": "wild"}).json()["data"]][::-1]
             g = gate(c, "wild", ids[:3], [ids[3]])

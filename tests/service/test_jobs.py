@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 
 from service.jobs.worker import pending
-from tests.conftest import H200, ROOT, minimal_run
+from tests.conftest import H200, LOCAL, ROOT, minimal_run
 from tests.service.test_alerts import history
 
 LEASE_S = 2.0
@@ -115,7 +115,7 @@ def _app(settings):
 
     # no worker in this process: the worker processes below are the only ones
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    return app, TestClient(app)
+    return app, TestClient(app, **LOCAL)
 
 
 def _job_column(url: str, kind: str, lite: str, pg: str, waiting: bool = False) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import create_engine, text
 
-from tests.conftest import H200, drain_jobs, minimal_run
+from tests.conftest import H200, LOCAL, drain_jobs, minimal_run
 
 
 def _wipe_queue(url: str) -> None:
@@ -26,7 +26,7 @@ def test_a_pending_trace_whose_job_was_lost_is_analyzed_when_a_worker_starts(set
     from service.main import create_app
 
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
         raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
         r = c.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from service import migrate
-from tests.conftest import DATA, H200, drain_jobs, minimal_run
+from tests.conftest import DATA, H200, LOCAL, drain_jobs, minimal_run
 
 
 def test_migrations_up_and_down(db_url):
@@ -147,7 +147,7 @@ def test_trace_size_limit(settings):
     from service.main import create_app
 
     settings.max_trace_bytes = 1000
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
         r = c.post(f"/api/v1/runs/{rid}/traces?filename=x.json", content=b"{" + b" " * 5000 + b"}")
         assert r.status_code == 413
@@ -173,7 +173,7 @@ def test_uploads_into_one_process_share_its_pace(settings, mb_s):
     settings.upload_mb_s = mb_s
     doc = gzip.decompress((DATA / "kineto_1layer_M4.json.gz").read_bytes()).rstrip()
     bodies = [doc + b" " * ((3 << 20) - len(doc)) + b"\n" * k for k in (1, 2, 3)]  # 3 MiB each
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(settings), **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
         t0 = time.monotonic()
         for k, body in enumerate(bodies):
@@ -277,7 +277,7 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
 
     monkeypatch.setattr(tracestore, "analyze_set", watched)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
         for f in tp2:
             r = c.post(f"/api/v1/runs/{rid}/traces",

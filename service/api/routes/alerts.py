@@ -11,6 +11,7 @@ from ...schemas import AlertList, AlertOut, AlertPatch, AlertsEvaluated
 from ...usecases import alerts
 from ..deps import (
     ERRORS,
+    AdminAccess,
     ReadAccess,
     SessionDep,
     WriteAccess,
@@ -37,7 +38,7 @@ def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: Sessi
 
 
 @router.post("/alerts/evaluate", response_model=AlertsEvaluated,
-             dependencies=[WriteAccess], responses=ERRORS)
+             dependencies=[AdminAccess], responses=ERRORS)
 def evaluate(request: Request, benchmark: Str200 = None):
     """Look at the default-branch histories again: new change points raise alerts (an alert
     already raised is never raised twice); undelivered notifications are queued again."""

@@ -10,9 +10,9 @@ from ...schemas import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from ...usecases import baselines
 from ..deps import (
     ERRORS,
+    AdminAccess,
     ReadAccess,
     SessionDep,
-    WriteAccess,
 )
 
 router = APIRouter(prefix="/api/v1", tags=["baselines"])
@@ -20,14 +20,14 @@ Name = Annotated[str, Path(min_length=1, max_length=200)]
 
 
 @router.post("/baselines", status_code=201, response_model=BaselineOut,
-             dependencies=[WriteAccess], responses=ERRORS)
+             dependencies=[AdminAccess], responses=ERRORS)
 def create_baseline(body: BaselineIn, session: SessionDep):
     return JSONResponse(baselines.create(session, body.name, body.benchmark, body.run_ids),
                         status_code=201)
 
 
 @router.put("/baselines/{benchmark}/{name}", response_model=BaselineOut,
-            dependencies=[WriteAccess], responses=ERRORS)
+            dependencies=[AdminAccess], responses=ERRORS)
 def move_baseline(benchmark: Name, name: Name, body: BaselineMove, session: SessionDep):
     """Point the baseline at another run set; the old one stays in its history."""
     return baselines.move(session, benchmark, name, body.run_ids)
@@ -40,7 +40,7 @@ def get_baseline(benchmark: Name, name: Name, session: SessionDep):
 
 
 @router.delete("/baselines/{benchmark}/{name}", status_code=204,
-               dependencies=[WriteAccess], responses=ERRORS)
+               dependencies=[AdminAccess], responses=ERRORS)
 def delete_baseline(benchmark: Name, name: Name, session: SessionDep):
     baselines.delete(session, benchmark, name)
     return Response(status_code=204)

@@ -9,9 +9,9 @@ from ...schemas import BenchmarkList, BenchmarkPatch, BenchmarkSummary
 from ...usecases import history, overview
 from ..deps import (
     ERRORS,
+    AdminAccess,
     ReadAccess,
     SessionDep,
-    WriteAccess,
 )
 
 router = APIRouter(prefix="/api/v1", tags=["benchmarks"])
@@ -26,7 +26,7 @@ def benchmarks(session: SessionDep):
 
 
 @router.patch("/benchmarks/{name}", response_model=BenchmarkSummary,
-              dependencies=[WriteAccess], responses=ERRORS)
+              dependencies=[AdminAccess], responses=ERRORS)
 def patch_benchmark(name: Name, body: BenchmarkPatch, session: SessionDep):
     """Set the branch whose runs make the benchmark's history (default `main`) and the command
     its alerts' `perfwarden bisect` line runs (`bisect_command`)."""

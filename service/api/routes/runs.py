@@ -16,9 +16,11 @@ from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, 
 from ...usecases import ingest, runs, uploads
 from ..deps import (
     ERRORS,
+    AdminAccess,
+    IngestAccess,
     ReadAccess,
     SessionDep,
-    WriteAccess,
+    principal,
     read_capped,
 )
 
@@ -44,13 +46,14 @@ def _parse(model: type[M], body: bytes) -> M:
 
 @router.post("/runs", status_code=201, response_model=RunCreated, responses={
     200: {"model": RunCreated, "description": "same idempotency key and body: the first run"},
-    **ERRORS}, dependencies=[WriteAccess],
+    **ERRORS}, dependencies=[IngestAccess],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
 async def create_run(request: Request):
     """Store a run record (spec/api.md). Nothing is stored from a rejected request."""
     s = request.app.state.settings
     run = _parse(RunIn, await read_capped(request, s.max_body_bytes, "run record"))
+    principal(request).check_benchmarks({run.benchmark})
     run_id, created = await run_in_threadpool(ingest.store_run, request.app.state.sessions, run)
     if created:
         await run_in_threadpool(_after_ingest, request, [run], [run_id])
@@ -58,7 +61,7 @@ async def create_run(request: Request):
 
 
 @router.post("/runs/batch", status_code=201, response_model=RunBatchCreated,
-             responses=ERRORS, dependencies=[WriteAccess],
+             responses=ERRORS, dependencies=[IngestAccess],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
 async def create_runs(request: Request):
@@ -68,6 +71,7 @@ async def create_runs(request: Request):
     same transaction: the runs are never seen without them."""
     s = request.app.state.settings
     batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
+    principal(request).check_benchmarks({r.benchmark for r in batch.runs})
     if batch.traces is None:
         ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
                                                batch.runs)
@@ -97,6 +101,10 @@ def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> Non
         if s.github_token and s.bot_baseline:
             for rid, run in zip(ids, records):
                 if run.repository and run.pr:
+                    why = s.github_refusal(run.repository)
+                    if why is not None:  # the run stays; only the bot's comment is refused
+                        log.warning("no PR comment for run %s: %s", rid, why)
+                        continue
                     tasks.enqueue_pr_comment(queue, rid)
     except Exception:  # noqa: BLE001 - the runs are stored; the next evaluation covers them
         log.exception("queueing the jobs after an ingest failed")
@@ -122,7 +130,7 @@ def get_run(run_id: Id, session: SessionDep):
     return runs.get(session, run_id)
 
 
-@router.delete("/runs/{run_id}", dependencies=[WriteAccess], responses=ERRORS)
+@router.delete("/runs/{run_id}", dependencies=[AdminAccess], responses=ERRORS)
 def delete_run(run_id: Id, request: Request, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
     return runs.delete(request.app.state.sessions, request.app.state.settings.data_dir, run_id,

@@ -12,14 +12,14 @@ from ...jobs import tasks
 from ...sandbox import Sandbox
 from ...schemas import StagedTraceOut, TraceOut
 from ...usecases import traces, uploads
-from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep, WriteAccess
+from ..deps import ERRORS, IngestAccess, ReadAccess, SessionDep, SettingsDep, principal
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
 @router.post("/runs/{run_id}/traces", status_code=202, response_model=TraceOut,
-             dependencies=[WriteAccess], responses={
+             dependencies=[IngestAccess], responses={
                  200: {"model": TraceOut, "description": "the same file again: the first upload"},
                  **ERRORS},
              openapi_extra={"requestBody": {"required": True, "content": {
@@ -35,7 +35,8 @@ async def upload_trace(run_id: Id, request: Request,
     upload (200)."""
     s = request.app.state.settings
     name = tracestore.check_filename(filename)
-    await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
+    bench = await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
+    principal(request).check_benchmarks({bench})
     tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes,
                                               request.app.state.upload_pace)
     out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
@@ -46,7 +47,7 @@ async def upload_trace(run_id: Id, request: Request,
 
 
 @router.post("/traces/stage", status_code=201, response_model=StagedTraceOut,
-             dependencies=[WriteAccess], responses={
+             dependencies=[IngestAccess], responses={
                  200: {"model": StagedTraceOut, "description": "the same file is staged already"},
                  **ERRORS},
              openapi_extra={"requestBody": {"required": True, "content": {
