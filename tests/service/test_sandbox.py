@@ -19,7 +19,7 @@ from tests.collectors.test_untrusted_traces import (
     sqlite_bomb,
     with_trigger,
 )
-from tests.conftest import H200, drain_jobs, minimal_run
+from tests.conftest import H200, LOCAL, drain_jobs, minimal_run
 from tests.service.test_alerts import history
 
 REAL = H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz"
@@ -29,7 +29,7 @@ def _app(settings, **over):
     from service.main import create_app
 
     app = create_app(settings.model_copy(update={"jobs_in_process": False, **over}))
-    return app, TestClient(app)
+    return app, TestClient(app, **LOCAL)
 
 
 def _upload(c, path: Path, name: str | None = None) -> tuple[int, int]:
@@ -147,7 +147,7 @@ def test_alerts_and_the_gate_answer_while_a_trace_analysis_is_stuck(
     s = settings.model_copy(update={"jobs_in_process": True, "analysis_timeout_s": 12.0,
                                     "job_poll_s": 0.2})
     app = create_app(s)
-    with TestClient(app) as c:
+    with TestClient(app, **LOCAL) as c:
         rid, _ = _upload(c, REAL, "graphs.sqlite.gz")
         _wait(lambda: [st for st, _ in _analysis_jobs(s.database_url)] == ["doing"],
               "the analysis to start", 10)
