@@ -1,4 +1,4 @@
-"""Pages read stored summaries (issue #24): attribution and change points are computed by the job
+"""Pages read stored summaries: attribution and change points are computed by the job
 that runs when runs arrive; a page view never refits; a missing summary says it is computing and
 queues the job; a stale one says which runs it covers."""
 from __future__ import annotations
