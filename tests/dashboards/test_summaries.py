@@ -150,7 +150,7 @@ def test_benchmark_panels_mark_the_stored_change_points(app_client):
 
 
 def test_no_orm_object_reaches_a_template(client, monkeypatch):
-    """#21: what a page hands its template holds dataclasses, pydantic models and plain values,
+    """What a page hands its template holds dataclasses, pydantic models and plain values,
     never an ORM row."""
     from dashboards import routes
     from service.models import Base
