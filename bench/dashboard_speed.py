@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Dashboard page times at a real history size in PostgreSQL (100k runs, a million samples),
 this checkout against an older commit (default: the previous one) on the same database, side by
-side (issue #24: every page's first and median request under 300 ms).
+side (the goal: every page's first and median request under 300 ms).
 
     python bench/dashboard_speed.py --runs 100000 [--before REV] [--passes 2]
 

@@ -11,16 +11,19 @@ Cases:
 - graphs: CUDA-graph decode, run-to-run CV about 0.1% (the committed blocks as they are);
 - eager: eager decode, whose processes swing by 5-27% (real noisy data);
 - noisy: the graphs blocks, each resampled block scaled by its own factor drawn from
-  N(1, --noisy-cv) (default 3%, the noisy CPU baseline of issue #12).
+  N(1, --noisy-cv) (default 3%, a noisy CPU baseline).
 
 Sections:
 1. gate designs: baseline runs / candidate runs, with and without a history of --history runs
-   of the series (item 2: used only when the baseline has fewer than 3 runs). A/A: false-alarm
+   of the series (spec/api.md, Few baseline runs: used only when the baseline has fewer than 3
+   runs). A/A: false-alarm
    rate = regression share; planted slowdowns: false-pass rate = pass share, power =
    regression share.
-2. the staircase (item 6): five -0.4% steps of --per-step runs each, and a flat A/A history of
+2. the staircase (spec/api.md, Change points add up): five -0.4% steps of --per-step runs each, and
+   a flat A/A history of
    the same length: how many alerts (worse-direction change points) each draw raises.
-3. alpha and looks (item 4): A/A and planted experiments of --pairs blocks, --until-decided up
+3. alpha and looks (spec/api.md, One experiment one answer): A/A and planted experiments of --pairs
+   blocks, --until-decided up
    to --max-pairs; the verdict at the stop judged at alpha/looks (what every asker does now) and
    at full alpha (what the PR comment and the page did before).
 

@@ -14,16 +14,16 @@ its children, sampled in one more run).
     python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
     python bench/trace_speed.py --only-nsys --repeat 2   # nsys: this tree against the previous loader
-    python bench/trace_speed.py --mb 251 --ranks 8 --before main   # the goals of issue #24
+    python bench/trace_speed.py --mb 251 --ranks 8 --before main   # the speed goals
 
 `--only-nsys` times, on the 1.08M-kernel export, `perfwarden analyze` and the loader alone from
-this tree and from commit NSYS_BASE (the loader before issue #24: rows as Python tuples), and a
+this tree and from commit NSYS_BASE (the previous loader: rows as Python tuples), and a
 plain `sqlite3` + pandas read of the same tables (what an `nsys stats`-style report reads; no
 analysis), then prints PASS/FAIL for the goal (analyze under 5 s). HTA cannot read nsys exports.
 
 `--before REV` also times perfwarden as it was at REV (its collectors/ and service/, unpacked
-under bench/out/rev-REV) on the same files in the same run. The last lines judge the goals of
-issue #24 on the best of the runs: Kineto >= 15x HTA with <= 1/3 of its peak memory; the rank
+under bench/out/rev-REV) on the same files in the same run. The last lines judge the speed goals
+on the best of the runs: Kineto >= 15x HTA with <= 1/3 of its peak memory; the rank
 set >= 15x HTA with at most its peak memory (PASS/FAIL each).
 
 HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
@@ -353,7 +353,7 @@ GOALS = (("kineto json", 15.0, 1 / 3), ("ranks", 15.0, 1.0))  # label, speed-up,
 
 
 def judge(by: dict, rank_label: str) -> None:
-    """PASS/FAIL per goal of issue #24 (best of the runs of each tool)."""
+    """PASS/FAIL per speed goal (best of the runs of each tool)."""
     for label, speed, mem in GOALS:
         label = rank_label if label == "ranks" else label
         if not label or ("perfwarden", label) not in by:

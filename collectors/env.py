@@ -26,7 +26,7 @@ BISECT_COMMIT_ENV = "PERFWARDEN_BISECT_COMMIT"  # ... and the full SHA of the co
 
 
 def git_info(cwd: str | None = None) -> dict:
-    """The checked-out commit (its full SHA, spec/api.md v1.2 item 7) and branch."""
+    """The checked-out commit (its full SHA, spec/api.md, Commits match both ways) and branch."""
     out = {}
     commit = _run(["git", "rev-parse", "HEAD"], cwd)
     if commit:

@@ -6,7 +6,8 @@ Standard library only (it runs on GPU nodes). Each arm command writes run record
 outputs to the path substituted for `{out}`; the runner reads them with the same readers as
 `perfwarden ingest` and tags every record with `experiment {id, arm, block, looks}` (looks: the
 number of looks the experiment was planned with, `max_pairs - pairs + 1` with --until-decided,
-else 1; spec/api.md v1.2 item 4, so every later asker judges it at alpha / looks). The decision
+else 1; spec/api.md, One experiment one answer, so every later asker judges it at alpha / looks).
+The decision
 whether to add blocks, and the verdict, are the judge's, passed in (a `Judge`): the full install
 judges on a local SQLite database (service/cli_experiment.py), a GPU node asks the server
 (`server_judge`), so the statistics stay in the service. The bookkeeping (the id, `{out}`,
@@ -169,7 +170,8 @@ class Judge(ABC):
 
 
 class ServerJudge(Judge):
-    """The judge of a node without the service (spec/api.md v1.2 item 12): each finished
+    """The judge of a node without the service (spec/api.md, Experiments on GPU nodes): each
+    finished
     block is posted, then the server's gate gives the experiment's verdict."""
 
     def __init__(self, body: dict, post: Callable[[list[dict]], object],

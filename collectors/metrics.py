@@ -1,5 +1,6 @@
 """THE metric registry (spec/metrics.md, "Metric registry"): name, unit, direction, threshold,
-role (spec/api.md v1.2 item 1: `gate` metrics decide the verdict, `evidence` metrics, every
+role (spec/api.md, Gating and evidence metrics: `gate` metrics decide the verdict, `evidence`
+metrics, every
 trace-derived figure, are reported beside them and never change it).
 
 Standard library only. The collectors (record building, engine readers, the decode benchmark,

@@ -129,7 +129,8 @@ TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".g
 
 def check_trace(path: Path) -> None:
     """Refuse, in one line, a trace file that is missing, unreadable or plainly not a trace
-    (spec/api.md v1.2 item 11), before its run is posted: a gzip file is read to its end
+    (spec/api.md, Runs and traces land together), before its run is posted: a gzip file is read to
+    its end
     (its checksum), a JSON trace must open with an object, a SQLite export with its header."""
     import gzip
     import zlib

@@ -1,4 +1,4 @@
-"""`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md v1.2 item 8), its `--step` under
+"""`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md, bisect), its `--step` under
 `git bisect run`, and the exit codes git reads (128: stop the bisect)."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _bisect_plan(args: argparse.Namespace):
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    """`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md v1.2 item 8); with
+    """`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md, bisect); with
     `--step` one commit of the `git bisect run` it drives."""
     from .gate_report import print_gate
     from .schemas import GateOut

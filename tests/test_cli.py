@@ -121,7 +121,8 @@ def test_ingest_and_gate_against_live_server(live_server, tmp_path):
                                                  "run_ids": [one]})
     r = run("gate", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "tiny",
             "--run", str(by["plant1"][0]), "--threshold", "tok_s=5")
-    # one baseline run: the run-to-run spread comes from the series' history (v1.2 item 2), the
+    # one baseline run: the run-to-run spread comes from the series' history (spec/api.md, Few
+    # baseline runs), the
     # 15 default-branch runs but the candidate and the baseline's own run
     assert r.returncode == 0 and "run-to-run spread from the series' history (13 runs)" in r.stdout
     r = run("comment", "--server", url, "--benchmark", "moe-decode-noise", "--baseline", "v1",
@@ -169,7 +170,7 @@ def test_collect_posts_records_and_traces(live_server, tmp_path):
 
 
 def test_gate_vary_bisect_and_baseline_commands(live_server, tmp_path):
-    """The seed's question from the command line (H200 A/B data), bisect exit codes, and
+    """The shared-expert PR's question from the command line (H200 A/B data), bisect exit codes, and
     baselines without curl."""
     url, _ = live_server
     import httpx

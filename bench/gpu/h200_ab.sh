@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed's question on one H200, as separate processes interleaved in ABBA blocks:
+# The shared-expert PR's question on one H200, as separate processes interleaved in ABBA blocks:
 # v17's shared-expert order (`overlap`, arm A) against the PR's (`late`, arm B), CUDA graphs,
 # TP1, M=1 and 8. Writes run records and the console log under $OUT (default ./h200-out/ab).
 # Behind data/h200/ab (tests/service/test_vary_h200.py gates it with `vary: ["shared_experts"]`).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The seed's matrix on one H200 with the built-in factorial sweep: M=1/4/7/8 x shared-expert
+# The shared-expert PR's matrix on one H200 with the built-in factorial sweep: M=1/4/7/8 x
+# shared-expert
 # order (overlap, late, serial) x CUDA graphs on/off, one process per cell, 5 trials each (their
 # output digests are the determinism repeats). Behind data/h200/matrix; `perfwarden attribute`
 # reads it.

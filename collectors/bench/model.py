@@ -1,7 +1,9 @@
-"""A decode-step workload shaped like the seed's MoE model, sharded for tensor parallelism.
+"""A decode-step workload shaped like the shared-expert PR's MoE model, sharded for tensor
+parallelism.
 
 Per layer: attention over a KV cache, shared experts, router top-k, routed experts, and the TP
-all-reduce. The shared experts run on an auxiliary CUDA stream in one of the seed's orders:
+all-reduce. The shared experts run on an auxiliary CUDA stream in one of the shared-expert PR's
+orders:
 
 - ``overlap``: shared experts are submitted on the auxiliary stream *before* the router, and the
   main stream joins the auxiliary stream right before the routed experts (the PR's safe order);

@@ -5,7 +5,8 @@ computes its share of the up projections (silu(x @ up[e]) * routing weight), the
 meet at a grid-wide barrier (an atomic counter in global memory), then each computes its share of
 the down projection summed over experts. The barrier needs every program to be resident at once:
 when work on another stream holds SMs as the kernel starts, the programs that found no room start
-late and every other program spins at the barrier until they arrive. That is the seed's hazard.
+late and every other program spins at the barrier until they arrive. That is the shared-expert PR's
+hazard.
 
 The kernel takes much of an SM's shared memory (deep operand pipelines), so it does not share an SM
 with other kernels' blocks, as production persistent kernels do not.

@@ -1,4 +1,4 @@
-"""What defines an engine workload (spec/api.md v1.2 item 9): the config keys of a record made
+"""What defines an engine workload (spec/api.md, Engine identity): the config keys of a record made
 from engine output, the rest of what a file says as `meta`, and the engine's own settings read
 from a server log beside the result (vLLM's engine config line or its `non-default args`,
 SGLang's `server_args=ServerArgs(...)`).

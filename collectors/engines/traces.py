@@ -1,4 +1,4 @@
-"""An engine's own profiler output as a run's trace set (spec/api.md v1.2, item 13).
+"""An engine's own profiler output as a run's trace set (spec/api.md, Engine traces at ingest).
 
 `perfwarden ingest RESULT [LOG] --trace FILE|DIR ...`: files are taken as given; a folder
 contributes the trace files in it (and below it):

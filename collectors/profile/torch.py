@@ -10,7 +10,8 @@ from pathlib import Path
 
 def sync_events_config():
     """The profiler config that records CUDA sync events (`cuda_sync` `Stream Wait Event`): the
-    stream waits the ordering check needs (spec/metrics.md v1.2, item 3). None where this
+    stream waits the ordering check needs (spec/metrics.md, Stream waits in Kineto traces). None
+    where this
     PyTorch lacks the option (the trace then shows observed overlap only)."""
     import torch
 

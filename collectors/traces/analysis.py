@@ -222,7 +222,8 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
     total = np.bincount(inv, weights=dur)
     count = np.bincount(inv)
     order = np.argsort(-total, kind="stable")[:limit]
-    # one row per device (spec v1.2 item 4), named by rank: the device's place among the trace's
+    # one row per device (spec/metrics.md, Kernel breakdown per device), named by rank: the device's
+    # place among the trace's
     # devices (one file per rank, or one file holding every rank's GPU)
     rank_of = {int(d): r for r, d in enumerate(np.unique(ops.device).tolist())}
     return [{"name": trace.names[int(u[i, 0])], "kind": OP_KIND_NAMES[int(u[i, 3])],
@@ -234,7 +235,8 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
 
 
 def resolve_steps(trace: Trace, opts: Options | None = None) -> Options:
-    """Options with this trace's step range chosen (spec/metrics.md v1.2, item 1)."""
+    """Options with this trace's step range chosen (spec/metrics.md, Steps in real engines'
+    traces)."""
     from .steps import resolve
 
     return resolve(opts or Options(), trace.ranges.names)

@@ -236,7 +236,8 @@ def _inherit_proc(ops: Ops, calls: Calls) -> None:
 
 
 def _waits(syncs: list, calls: Calls) -> list[StreamWait]:
-    """`Stream Wait Event` sync events as edges (spec/metrics.md v1.2, item 3). The stream waited
+    """`Stream Wait Event` sync events as edges (spec/metrics.md, Stream waits in Kineto traces).
+    The stream waited
     on is `wait_on_stream`, else the stream of the sync event whose correlation is
     `wait_on_cuda_event_record_corr_id`, else -1 (unresolved: the ordering check then reads a
     wait on a main stream as joining the device's aux work launched before it)."""

@@ -1,6 +1,7 @@
 """The ordering check: main-stream kernels that must never run while auxiliary work runs.
 
-The seed's hazard: a resident-grid (persistent) kernel can deadlock when submitted while aux
+The shared-expert PR's hazard: a resident-grid (persistent) kernel can deadlock when submitted while
+aux
 work holds SMs its grid barrier needs. Observed overlap is one signal; the other is whether a
 stream-wait edge *orders* the kernel after the aux work (one that merely did not overlap in this
 trace is still a hazard when nothing orders it). Guarded kernels are named by kernel name
@@ -245,7 +246,8 @@ def _unordered(trace: Trace, proj: Projection, guarded: np.ndarray,
     event recorded on the aux stream no earlier than that stream's last launch. A wait whose
     stream waited on is unresolved (Kineto's `wait_on_stream: -1`) joins every aux stream whose
     last launch came before the wait (by correlation id; by host time where ids are missing):
-    the guarded kernels are on the device's main stream, and spec item 3 reads such a wait as
+    the guarded kernels are on the device's main stream, and spec/metrics.md, Stream waits in Kineto
+    traces, reads such a wait as
     the main stream joining the aux work launched before it."""
     if not trace.has_sync_records or guarded.size == 0:
         return 0, []

@@ -1,6 +1,7 @@
 """Guard presets for the ordering check: kernel-name regexes for real engines.
 
-`--guard-preset moe-routed` guards the routed-expert kernels, the ones the seed's ordering
+`--guard-preset moe-routed` guards the routed-expert kernels, the ones the shared-expert PR's
+ordering
 contract is about (a grid that may wait on all SMs must not be submitted beside unjoined
 auxiliary work). It is a starting point, not a closed list: kernel names change with engine
 versions and backends; extend it with `--guard-kernels REGEX` (both are OR-ed) and check the

@@ -1,4 +1,4 @@
-"""Can this profile show what the timed trials ran? (spec/metrics.md v1.2, item 5)
+"""Can this profile show what the timed trials ran? (spec/metrics.md, Representativeness warnings)
 
 Warnings from the run's configuration and its trace summary: the config says CUDA graphs but
 the trace has no graph replays (an eager profile of a graph run); the config says the shared

@@ -1,4 +1,4 @@
-"""Which host ranges are the steps (spec/metrics.md v1.2, item 1).
+"""Which host ranges are the steps (spec/metrics.md, Steps in real engines' traces).
 
 Without `--step-regex`, the first family whose ranges a trace holds is its step range. Where the
 names tell prefill from decode, `steps` counts the decode ranges and `prefill_steps` the others:

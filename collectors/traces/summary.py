@@ -18,7 +18,8 @@ class TraceSummary(_Optional):
     source: str
     producer: str
     step_regex: str
-    step_source: str  # "--step-regex", "auto: sglang", ... (spec/metrics.md v1.2, item 1)
+    # "--step-regex", "auto: sglang", ... (spec/metrics.md, Steps in real engines' traces)
+    step_source: str
     min_gap_us: float
     steps: int  # decode steps where the step names tell decode from prefill
     prefill_steps: int | None  # the family's other steps; None where names cannot tell

@@ -1,4 +1,5 @@
-"""The ordering check's verdict and the one line that says why (spec/metrics.md v1.2, item 2)."""
+"""The ordering check's verdict and the one line that says why (spec/metrics.md, Ordering check
+verdicts)."""
 from __future__ import annotations
 
 
@@ -20,7 +21,8 @@ def ordering_verdict(res: dict) -> str:
 
 
 def verdict_reason(res: dict) -> str:
-    """One line that says why; for `unknown`, what to do to get an answer (spec item 2)."""
+    """One line that says why; for `unknown`, what to do to get an answer (spec/metrics.md, Ordering
+    check verdicts)."""
     v = res.get("verdict") or ordering_verdict(res)
     if v == "hazard":
         parts = []

@@ -1,4 +1,4 @@
-"""Durable jobs (issue 24): trace analysis, alert evaluation and deliveries leave the request path.
+"""Durable jobs: trace analysis, alert evaluation and deliveries leave the request path.
 
 - `traces.state` (pending, done, failed; NULL for rows stored before: analyzed during their
   upload, so done), `traces.error` (why analysis failed) and `traces.set_size` (the rank count

@@ -1,4 +1,4 @@
-"""A stored alert-evaluation state per series (issue #24): the evaluation after an ingest reads
+"""A stored alert-evaluation state per series: the evaluation after an ingest reads
 the new runs and this state, not the series' whole history.
 
 - `series_states`: per series and metric, the runs since the reference segment began and the

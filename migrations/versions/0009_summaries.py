@@ -1,4 +1,4 @@
-"""Stored summaries (issue 24): attribution and change points computed when runs arrive, read by
+"""Stored summaries: attribution and change points computed when runs arrive, read by
 the dashboard's pages. Each row names the runs it covers (count and newest id).
 
 Revision ID: 0009

@@ -1,4 +1,5 @@
-"""The check run `perfwarden: BENCHMARK` on the candidate commit (spec/api.md item 14): created
+"""The check run `perfwarden: BENCHMARK` on the candidate commit (spec/api.md, GitHub checks):
+created
 once, edited in place on every later report, so a repository can require it before merging.
 Where the token may not write checks (GitHub answers 403), a commit status of the same name."""
 from __future__ import annotations

@@ -48,8 +48,10 @@ class Run(Base):
     experiment_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     experiment_arm: Mapped[str | None] = mapped_column(String(16))
     experiment_block: Mapped[int | None] = mapped_column(Integer)
-    experiment_looks: Mapped[int | None] = mapped_column(Integer)  # planned looks (v1.2 item 4)
-    # posted during `perfwarden bisect` ({id, commit}): never part of a history (spec item 8)
+    # planned looks (spec/api.md, One experiment one answer)
+    experiment_looks: Mapped[int | None] = mapped_column(Integer)
+    # posted during `perfwarden bisect` ({id, commit}): never part of a history (spec/api.md,
+    # bisect)
     bisect_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     bisect: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
 

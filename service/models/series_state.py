@@ -1,4 +1,4 @@
-"""Stored alert-evaluation state (issue #24): what the evaluation after each ingest needs from
+"""Stored alert-evaluation state: what the evaluation after each ingest needs from
 a series' history, kept so that a batch costs the same at a million runs as at a thousand."""
 from __future__ import annotations
 

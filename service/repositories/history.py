@@ -1,4 +1,4 @@
-"""History queries: the one history rule (spec/api.md v1.2 item 5) as a filter, a series'
+"""History queries: the one history rule (spec/api.md, History one rule) as a filter, a series'
 per-run figures, and what the incremental alert evaluation reads and keeps (the runs not yet
 evaluated, the stored state per series and metric)."""
 from __future__ import annotations
@@ -19,11 +19,12 @@ def filter_runs(q, label: str | None = None, branch: str | None = None, commit: 
                 pr: int | None = None, experiment: str | None = None, bisect: str | None = None):
     """The run filters the API, the dashboard and the history share (None or empty: no filter).
 
-    `history_branch` selects one branch's history, THE history rule (spec/api.md v1.2 item 5):
+    `history_branch` selects one branch's history, THE history rule (spec/api.md, History one rule):
     runs of that branch (runs that name no branch count as the default branch's, as collectors
     without git metadata write them), never runs of a pull request, never experiment arms, never
     bisect runs. `commit` matches both ways
-    (item 7): the shorter of the given and the stored commit is a prefix of the longer and has at
+    (spec/api.md, Commits match both ways): the shorter of the given and the stored commit is a
+    prefix of the longer and has at
     least 7 characters."""
     if label:
         q = q.where(Run.label == label)

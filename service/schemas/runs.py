@@ -30,12 +30,14 @@ class ExperimentTag(BaseModel):
     id: Name
     arm: Literal["baseline", "candidate"]
     block: Annotated[StrictInt, Field(ge=0, le=100_000)]
-    # the looks it was planned with (v1.2 item 4): max_pairs - pairs + 1 for --until-decided
+    # the looks it was planned with (spec/api.md, One experiment one answer): max_pairs - pairs + 1
+    # for --until-decided
     looks: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
 
 
 class BisectTag(BaseModel):
-    """Marks a run as posted during `perfwarden bisect`: it never enters history (v1.2 item 8)."""
+    """Marks a run as posted during `perfwarden bisect`: it never enters history (spec/api.md,
+    bisect)."""
 
     model_config = ConfigDict(extra="forbid")
     id: Name

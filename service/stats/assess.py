@@ -1,14 +1,15 @@
 """One metric of one series: baseline runs against candidate runs. Pure: numpy/scipy in,
 dataclasses out.
 
-One estimator for everything reported (spec/api.md v1.2, "Gate" and item 3): the relative
+One estimator for everything reported (spec/api.md, "Gate" and Intervals and levels): the relative
 difference of the means of run means, `delta_pct = 100 * (mean(candidate run means) -
 mean(baseline run means)) / mean(baseline run means)`. For a metric with positive values its
 interval, its one-sided bound on the worse side and its p-value come from one t statistic on the
 log of the run means, transformed back, so an interval never reaches -100%. The interval is at
 1 - alpha (two-sided), the bound at 1 - alpha one-sided: the printed level follows alpha.
 
-Runs are the unit, with trials nested in them; trials are never the unit (item 2):
+Runs are the unit, with trials nested in them; trials are never the unit (spec/api.md, Few baseline
+runs):
 - the run-to-run spread comes from the baseline's runs when it has >= 3, floored by the
   within-run noise of a run mean (so three lucky runs cannot make the gate overconfident);
   one candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t
@@ -160,7 +161,7 @@ def _within_floor(runs: Sequence[Sequence[float]], center: float, log: bool) -> 
 
 
 def no_spread_note(k: int, history_runs: int) -> str:
-    """Why a comparison has no run-to-run spread (spec/api.md v1.2 item 2)."""
+    """Why a comparison has no run-to-run spread (spec/api.md, Few baseline runs)."""
     runs = f"{k} run{'s' if k != 1 else ''}"
     plural = "s" if history_runs != 1 else ""
     hist = "no history" if history_runs == 0 else \
@@ -172,7 +173,7 @@ def no_spread_note(k: int, history_runs: int) -> str:
 
 def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale: str
             ) -> tuple[str, int, float, float, float, float, str] | None:
-    """Where the run-to-run spread comes from (spec/metrics.md v1.2 item 2): the baseline's
+    """Where the run-to-run spread comes from (spec/api.md, Few baseline runs): the baseline's
     runs (>= MIN_BASELINE_RUNS), else the series' history (>= MIN_HISTORY run means), else
     nowhere (None). Returns (from, runs, sd_base, sd_cand, se, df, method)."""
     k, m = yb.size, yc.size

@@ -3,7 +3,8 @@
 Each block holds one baseline and one candidate run made back to back on one host; its
 difference carries the change under test, while drift of the machine (clocks, temperature,
 neighbours) cancels within the block. For positive values the difference is the log of the
-ratio of the run means (spec/api.md v1.2 item 3), transformed back to percent, so an interval
+ratio of the run means (spec/api.md, Intervals and levels), transformed back to percent, so an
+interval
 never reaches -100%; else the difference relative to the baseline mean. The blocks' differences
 are tested with a one-sample t (scipy), and the verdict follows
 the gate's rules (service/stats/assess.decide): regression/improvement when past the threshold

@@ -30,7 +30,8 @@ class Comparison:
     baseline_ids: tuple[int, ...] = ()  # the runs behind `baseline` and `candidate`, in order
     candidate_ids: tuple[int, ...] = ()
     role: str = "gate"  # "gate" decides the overall verdict; "evidence" is reported beside it
-    history: tuple[float, ...] = ()  # run means of the series' history (the spread of item 2)
+    # run means of the series' history (the spread of spec/api.md, Few baseline runs)
+    history: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def overall(verdicts: Sequence[str]) -> str:
 
 def _evidence(c: Comparison, alpha: float) -> Assessment:
     """An evidence metric: its change always; an interval only when each side has >= 3 runs
-    (spec/api.md v1.2 item 1)."""
+    (spec/api.md, Gating and evidence metrics)."""
     a = assess(c.baseline, c.candidate, c.direction, c.exact, alpha,
                candidate_ids=c.candidate_ids)
     if c.exact or (len(c.baseline) >= MIN_BASELINE_RUNS and len(c.candidate) >= MIN_BASELINE_RUNS):

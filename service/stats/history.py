@@ -73,8 +73,9 @@ def differs(segment: np.ndarray, reference: np.ndarray | float) -> bool:
 def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
                   penalty: float | None = None, reference: float | None = None,
                   scale: float | None = None) -> list[ChangePoint]:
-    """THE change-detection rule, for the alerts and the dashboard alike (spec/api.md v1.2
-    item 6). The history is cut into segments (PELT, at least MIN_SEGMENT runs each); each
+    """THE change-detection rule, for the alerts and the dashboard alike (spec/api.md,
+    Change points add up). The history is cut into segments (PELT, at least MIN_SEGMENT runs each);
+    each
     segment's level is compared with the reference level (the first segment's, then the level
     of the last change point); a segment is a change point when its level is past the threshold
     from the reference AND its runs differ from the reference segment's by their own test

@@ -1,9 +1,10 @@
-"""Incremental alert evaluation (issue #24): the evaluation after an ingest reads the runs
+"""Incremental alert evaluation: the evaluation after an ingest reads the runs
 stored since the last one and each touched series' stored state, never the whole history, so
 a batch costs the same at a million runs as at a thousand.
 
 The state of a series and metric holds its newest runs; the part judged is the runs since the
-reference segment began (spec/api.md v1.2 item 6: the first segment, or the one the last change
+reference segment began (spec/api.md, Change points add up: the first segment, or the one the last
+change
 point moved to). Its first segment is then the reference, as in a full recompute, and the same
 rule (stats/history.change_points: ruptures PELT, the threshold from the reference level, three
 runs before the newest segment is judged) runs on it, with PELT's penalty of the whole history's

@@ -1,4 +1,5 @@
-"""Alerts (spec/api.md v1.1, "Alerts"; v1.2 items 5 and 6): a new change point of a series'
+"""Alerts (spec/api.md v1.1, "Alerts"; History one rule and Change points add up): a new change
+point of a series'
 default-branch history (the one history rule), in the metric's worse direction, measured from
 the reference level (so a staircase of small steps raises one alert once they add up), raises
 one alert; it names the last good and the first bad run
@@ -84,7 +85,7 @@ def to_out(session: Session, alerts: list[Any], settings: Settings | None = None
 
 def bisect_line(bench: str, a: Any, server: str, command: str | None = None) -> str | None:
     """The `perfwarden bisect` line that finds the commit between the last good and first bad
-    run (spec/api.md v1.2 item 8), with the benchmark's `bisect_command` after `--` (None when
+    run (spec/api.md, bisect), with the benchmark's `bisect_command` after `--` (None when
     the runs carry no commits)."""
     if not a.commit or not a.good_commit or a.commit == a.good_commit:
         return None

@@ -83,7 +83,8 @@ def delete(session: Session, bench_name: str, name: str) -> None:
 
 
 def set_from_labels(session: Session, bench_name: str, name: str, labels: list[str]) -> bool:
-    """Point a baseline at every run carrying one of these labels (the seed's baselines).
+    """Point a baseline at every run carrying one of these labels (the shared-expert PR's
+    baselines).
     False when the benchmark or the runs are not there."""
     bench_id = runs_repo.benchmark_id(session, bench_name)
     if bench_id is None:

@@ -1,4 +1,4 @@
-"""`perfwarden bisect` (spec/api.md v1.2 item 8): the first commit between a good and a bad one
+"""`perfwarden bisect` (spec/api.md, bisect): the first commit between a good and a bad one
 whose runs regress against the good commit's runs.
 
 At the good commit CMD runs N times: those runs are the reference. `git bisect run` then calls

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from ..models import Series
 
 ARMS = ("baseline", "candidate")
-HISTORY_RUNS = 30  # the newest runs of a series' history that give the spread of item 2
+# the newest runs of a series' history that give the spread of spec/api.md, Few baseline runs
+HISTORY_RUNS = 30
 # what alerts watch when not told: the gating metrics people read first
 WATCHED = ("tok_s", "total_tok_s", "req_s", "tpot_ms_mean", "ttft_ms_mean", "itl_ms_mean",
            "e2el_ms_mean", "latency_s", "kv_capacity_tokens")
@@ -132,7 +133,7 @@ def series_desc(s: Series) -> dict[str, Any]:
 
 def nearest_reason(cand: Series, base: Sequence[Series], vary: Sequence[str]) -> str:
     """Which keys set a candidate series apart from the nearest baseline series (spec/api.md
-    v1.2 item 9): ": no baseline run with tp=4; the baseline has tp=8"."""
+    spec/api.md, Engine identity): ": no baseline run with tp=4; the baseline has tp=8"."""
     if not base:
         return ""
     mine = {k: v for k, v in series_desc(cand).items() if k not in vary}

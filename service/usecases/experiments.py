@@ -1,5 +1,6 @@
 """Interleaved A/B experiments: their runs by arm and block, and the blocked verdict
-(spec/api.md v1.1, "Experiments"; v1.2 item 4). The verdict is the gate's for `{"experiment"}`
+(spec/api.md v1.1, "Experiments"; spec/api.md, One experiment one answer). The verdict is the gate's
+for `{"experiment"}`
 (comparisons.build pairs the blocks, at alpha / the looks stored with the runs), so the API, the
 page, the PR comment and the CLI printout give one answer."""
 from __future__ import annotations

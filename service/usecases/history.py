@@ -1,6 +1,6 @@
 """A benchmark's history: per-run figures by series, change points, noise (the dashboard's
 pages: usecases/pages.py). History reads one branch (spec/api.md v1.1): the benchmark's default
-branch unless asked otherwise, by the one history rule of v1.2 item 5
+branch unless asked otherwise, by the one history rule of spec/api.md, History one rule
 (repositories/history.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
 record posted twice counts once."""
 from __future__ import annotations
@@ -131,7 +131,8 @@ def fold(rows: Sequence[Any], series: Mapping[int, SeriesHistory]) -> list[Serie
 def recent_means(session: Session, bench: BenchmarkRow, pairs: Sequence[tuple[int, str]],
                  exclude: set[int], limit: int) -> dict[tuple[int, str], list[float]]:
     """Run means of the newest `limit` runs of each (series, metric) pair's default-branch
-    history (not the runs in `exclude`), oldest first: the run-to-run spread of v1.2 item 2, in
+    history (not the runs in `exclude`), oldest first: the run-to-run spread of spec/api.md, Few
+    baseline runs, in
     one query for every pair of a request."""
     return hist_repo.recent_means(session, bench.id, pairs, default_branch(bench), exclude, limit)
 

@@ -76,6 +76,6 @@ def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = 
 
 
 def any_stored(sessions: SessionFactory) -> bool:
-    """Whether the database holds any run (the seed loads only into an empty one)."""
+    """Whether the database holds any run (the data loader fills only an empty one)."""
     with transaction(sessions) as session:
         return runs_repo.any_run(session)

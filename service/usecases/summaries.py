@@ -1,4 +1,4 @@
-"""Stored summaries (issue 24): what a benchmark's runs add up to, computed when runs arrive by
+"""Stored summaries: what a benchmark's runs add up to, computed when runs arrive by
 the durable job (service/jobs: the alert evaluation of a burst of ingests, or a `summarize` job a
 page queues), and read by the dashboard's pages, which never refit.
 

@@ -87,7 +87,8 @@ def _files(data_dir: Path, held: list[TraceFile]) -> list[tuple[Path, str]]:
 
 
 def _run_summary(run: Run, summary: dict[str, Any] | Any) -> dict[str, Any]:
-    """The run's trace summary: the set's, with the warnings of metrics v1.2 item 5 (can this
+    """The run's trace summary: the set's, with the warnings of spec/metrics.md, Representativeness
+    warnings (can this
     profile show what the timed trials ran?) from the run's config."""
     whole = dict(summary)
     whole["warnings"] = list(whole.get("warnings") or []) + warnings_for(whole, run.config or {})

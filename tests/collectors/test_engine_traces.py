@@ -1,5 +1,6 @@
 """Step families, ordering verdicts and per-device kernel rows on real engine-like traces
-(spec/metrics.md v1.2 items 1-4): the vLLM trace from an MI300 and the H200 captures of
+(spec/metrics.md, Steps in real engines' traces to Kernel breakdown per device): the vLLM trace from
+an MI300 and the H200 captures of
 bench/gpu/engine_moe_step.py (data/h200/engines/README.md)."""
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ def test_h200_orders(prof, order, mode):
 
 def test_kineto_waits_are_unresolved_and_still_join():
     """PyTorch 2.11 writes wait_on_stream -1: the joined order is ok only by reading such a
-    wait on the main stream as joining the aux stream launched before it (spec item 3)."""
+    wait on the main stream as joining the aux stream launched before it (spec/metrics.md, Stream
+    waits in Kineto traces)."""
     trace = load_trace(_capture("torch", "joined", "eager"), keep_regex(None))
     assert trace.waits and all(w.on_stream == -1 for w in trace.waits)
     assert all(w.corr >= 0 for w in trace.waits)

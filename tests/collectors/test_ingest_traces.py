@@ -1,4 +1,5 @@
-"""`perfwarden ingest RESULT [LOG] --trace FILE|DIR` (spec/api.md v1.2 item 13): which files of
+"""`perfwarden ingest RESULT [LOG] --trace FILE|DIR` (spec/api.md, Engine traces at ingest): which
+files of
 an engine's profiler folder become the run's trace set, in rank order, and how they travel."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The nsys loader gives, on every committed real export, exactly what the loader before issue #24's
+"""The nsys loader gives, on every committed real export, exactly what the loader before its
 rewrite gave (commit 3cc0ff1): every column of the op model (a digest of its bytes and dtype), the
 names, ranges, stream waits and labels, and the whole `analyze` summary.
 

@@ -130,8 +130,8 @@ def test_torch_profile_pass_runs_in_its_own_process(tmp_path):
 
 
 def test_torch_pass_records_cuda_sync_events(monkeypatch, tmp_path):
-    """The collector's PyTorch-profiler pass asks for CUDA sync events (spec/metrics.md v1.2
-    item 3): the stream waits the ordering check reads."""
+    """The collector's PyTorch-profiler pass asks for CUDA sync events (spec/metrics.md,
+    Stream waits in Kineto traces): the stream waits the ordering check reads."""
     import types
 
     import torch

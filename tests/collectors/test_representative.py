@@ -1,4 +1,5 @@
-"""Representativeness warnings (spec/metrics.md v1.2 item 5) on real H200 traces: a profile
+"""Representativeness warnings (spec/metrics.md, Representativeness warnings) on real H200 traces: a
+profile
 that cannot show what the timed trials ran says so."""
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ def seeded(settings):
         pytest.skip("the browser suite runs once, on SQLite")
     from service.seed import seed
 
-    # 68 + the A/B processes (24), the two experiments (36) and the seed's matrix (24)
+    # 68 + the A/B processes (24), the two experiments (36) and the shared-expert PR's matrix (24)
     assert seed(settings, H200) == 166
     return settings
 
@@ -69,7 +69,8 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     assert rows == 8
     assert not errors
     # the main benchmark: per-series verdicts against its baseline; one baseline run per series
-    # and fewer than 5 history runs: v1.2 item 2 makes each inconclusive, never a t-test on trials
+    # and fewer than 5 history runs: spec/api.md, Few baseline runs makes each inconclusive, never a
+    # t-test on trials
     main = page.locator("#benchmarks tr[data-benchmark='moe-decode'] td.verdicts").inner_text()
     assert main.strip() == "5 inconclusive"
 
@@ -107,7 +108,7 @@ def test_pages_render_with_charts(seeded, live_server, browser):
 
 
 def test_thirty_series_with_a_planted_step(seeded, live_server, browser):
-    """The done-when of the dashboard issue: 30 series x 100 runs, a 3% step planted in one;
+    """The dashboard at scale: 30 series x 100 runs, a 3% step planted in one;
     its own panel marks it, an alert lists it; every page at desktop and phone size."""
     import httpx
 
@@ -175,7 +176,8 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     assert page.locator(".dist .boxlayer").count() >= 1
     assert not errors
 
-    # the seed's question: the PR's `late` order against v17 (`overlap`), varied on purpose
+    # the shared-expert PR's question: the PR's `late` order against v17 (`overlap`), varied on
+    # purpose
     late = httpx.get(f"{url}/api/v1/runs", params={"label": "pr-late", "limit": 100}).json()["data"]
     ids = ",".join(str(r["id"]) for r in late if r["config"]["batch_size"] == 1)
     page, errors = _open(browser, f"{url}/compare?benchmark=moe-decode-ab&baseline=v17&run_ids={ids}"
@@ -278,7 +280,7 @@ def _verdict_table_reads_at(page, size):
 
 
 def test_pages_read_at_a_glance(seeded, live_server, browser):
-    """The issue's done-when: /compare (shared keys once, evidence under each verdict, every
+    """Pages read at a glance: /compare (shared keys once, evidence under each verdict, every
     column at 390 px), the benchmark page (two panels a row at 1400 px, one at 390, a legend)
     and the run page (the planted slowdown), at both sizes, saved to test-artifacts/."""
     import httpx

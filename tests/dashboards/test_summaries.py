@@ -1,4 +1,4 @@
-"""Pages read stored summaries (issue #24): attribution and change points are computed by the job
+"""Pages read stored summaries: attribution and change points are computed by the job
 that runs when runs arrive; a page view never refits; a missing summary says it is computing and
 queues the job; a stale one says which runs it covers."""
 from __future__ import annotations
@@ -150,7 +150,7 @@ def test_benchmark_panels_mark_the_stored_change_points(app_client):
 
 
 def test_no_orm_object_reaches_a_template(client, monkeypatch):
-    """#21: what a page hands its template holds dataclasses, pydantic models and plain values,
+    """What a page hands its template holds dataclasses, pydantic models and plain values,
     never an ORM row."""
     from dashboards import routes
     from service.models import Base

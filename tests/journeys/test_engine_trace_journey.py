@@ -1,6 +1,7 @@
 """Journey: a vLLM user attaches the server's own profiler output to a `vllm bench serve`
 result at ingest, then sees the detected steps and the ordering check on the run page, in
-/compare and in the PR comment (spec/api.md v1.2 item 13; spec/metrics.md v1.2 items 1-3).
+/compare and in the PR comment (spec/api.md, Engine traces at ingest; spec/metrics.md, Steps in real
+engines' traces to Stream waits in Kineto traces).
 
 The traces are the H200 captures of data/h200/engines (vLLM range names, CUDA sync events on),
 laid out as vLLM's torch profiler writes them: one `*.pt.trace.json.gz` per rank in a folder."""

@@ -1,4 +1,5 @@
-"""Journey (DESIGN.md house style 7; spec/api.md v1.2 item 4): one `--until-decided` experiment,
+"""Journey (DESIGN.md house style 7; spec/api.md, One experiment one answer): one `--until-decided`
+experiment,
 and every place that shows its verdict. The CLI runs the arms against a live server (the looks
 are stored with the runs), then the gate API, the experiments API, the PR comment's markdown and
 the experiment page are asked; each gives the same verdict, change and interval, judged at

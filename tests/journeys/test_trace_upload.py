@@ -1,4 +1,4 @@
-"""Journey (issue 24): a run from the H200 arrives without its trace summary; its real nsys
+"""Journey: a run from the H200 arrives without its trace summary; its real nsys
 trace (TP2, two GPUs) is uploaded and answered 202 `pending` at once; the run page says
 pending; `perfwarden worker --drain` (the real command) analyzes it; the run page and the API
 then show it `done` with the summary the collector computed from the same file on the GPU node."""
@@ -71,7 +71,8 @@ def test_upload_is_pending_then_the_worker_makes_it_done(settings):
 
 
 def test_an_uploaded_profile_that_cannot_show_the_timed_trials_says_so(settings):
-    """The warnings of metrics v1.2 item 5 are the same whether the collector attached the trace
+    """The warnings of spec/metrics.md, Representativeness warnings are the same whether the
+    collector attached the trace
     or it was uploaded: the run says CUDA graphs, its profile ran eagerly."""
     from fastapi.testclient import TestClient
 

@@ -1,4 +1,4 @@
-"""The stored evaluation state (issue #24): evaluating batch by batch from the state gives the
+"""The stored evaluation state: evaluating batch by batch from the state gives the
 change points and alerts of a full recompute over the whole history, on a history whose noise
 is the H200's own (the trial samples of the 15 repeated runs in data/h200/noise/graphs)."""
 from __future__ import annotations

@@ -261,7 +261,7 @@ def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(clie
 
 def staircase(metric: str, direction: str, step_pct: float, steps: int = 5, per_step: int = 6,
               noise_pct: float = 0.05, seed: int = 11) -> list[dict]:
-    """The issue's staircase: `steps` steps of `step_pct`, `per_step` runs each, noise 0.05%."""
+    """The staircase: `steps` steps of `step_pct`, `per_step` runs each, noise 0.05%."""
     rng = random.Random(seed)
     t0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
     out = []
@@ -278,7 +278,8 @@ def staircase(metric: str, direction: str, step_pct: float, steps: int = 5, per_
 
 def test_staircase_raises_one_alert_once_the_steps_add_up(settings, receiver):
     """Five +0.4% latency steps (2% in all; threshold 1%), posted run by run as CI would: no
-    single cut passes the threshold, the levels do (v1.2 item 6). One alert, at the third step,
+    single cut passes the threshold, the levels do (spec/api.md, Change points add up). One alert,
+    at the third step,
     measured from the first segment's level; later steps are within 1% of the new reference."""
     app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
     with TC(app) as c:
@@ -295,7 +296,8 @@ def test_staircase_raises_one_alert_once_the_steps_add_up(settings, receiver):
 
 
 def test_one_history_rule_keeps_experiments_and_bisect_runs_out(settings, receiver):
-    """v1.2 item 5: experiment arms (-51%) and bisect runs (-20%) between main's flat runs
+    """spec/api.md, History one rule: experiment arms (-51%) and bisect runs (-20%) between main's
+    flat runs
     enter no change point, no noise figure, no dashboard marker and raise no alert."""
     from service.db import transaction
     from service.usecases import pages

@@ -88,7 +88,7 @@ def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
 
 
 def test_comment_shows_varied_keys_both_sides(client, capsys):
-    """The seed's question in a PR comment: late vs overlap, both values shown."""
+    """The shared-expert PR's question in a PR comment: late vs overlap, both values shown."""
     import json
 
     from service.bot.comment import post_comment

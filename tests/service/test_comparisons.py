@@ -1,4 +1,5 @@
-"""The comparisons use case at the edges, through the real app (spec/api.md v1.2 items 1-3):
+"""The comparisons use case at the edges, through the real app (spec/api.md, Gating and evidence
+metrics to Intervals and levels):
 few baseline runs, the spread from history, evidence metrics, intervals on the log scale, and
 levels that follow alpha. On SQLite and PostgreSQL."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ import pytest
 
 from tests.conftest import LOCAL, minimal_run
 
-RUN_SD, TRIAL_SD = 0.007, 0.001  # the issue's A/A: run-to-run spread 0.7%, trials 0.1%
+RUN_SD, TRIAL_SD = 0.007, 0.001  # the A/A design: run-to-run spread 0.7%, trials 0.1%
 
 
 def run_rec(rng: random.Random, bench: str, factor: float = 1.0, i: int = 0, **over) -> dict:

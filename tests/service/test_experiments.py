@@ -69,7 +69,8 @@ def test_sequential_looks_and_show(client):
 
 
 def test_stored_looks_win_for_every_asker(client):
-    """v1.2 item 4: the looks are stored with the runs, so the gate (asked with or without
+    """spec/api.md, One experiment one answer: the looks are stored with the runs, so the gate
+    (asked with or without
     max_looks) and GET /experiments/{id} judge at alpha/looks alike."""
     post_experiment(client, "planned", 0.999, blocks=4, looks=5)
     plain, asked = gate(client, "planned"), gate(client, "planned", max_looks=2)
@@ -109,7 +110,8 @@ def test_h200_experiments(client):
     assert by_m[1]["delta_pct"] == pytest.approx(-0.136, abs=0.01)
     assert by_m[8]["delta_pct"] == pytest.approx(-0.193, abs=0.01)
     assert all(m["verdict"] == "pass" and m["bound_pct"] > -0.5 for m in by_m.values())
-    # the replay with one profiled run per arm (v1.2 item 1): the aux figures of the H200 nsys
+    # the replay with one profiled run per arm (spec/api.md, Gating and evidence metrics): the aux
+    # figures of the H200 nsys
     # passes (resident/nsys) ride on block 0's M=1 run of each arm, one sample a side
     prof = {arm: json.loads((H200 / "resident" / "nsys" / f"{se}-graphs.json").read_text())[0]
             for arm, se in (("baseline", "overlap"), ("candidate", "late"))}
@@ -141,7 +143,8 @@ def test_h200_experiments(client):
 
 
 def test_attribution_on_the_h200_matrix(client):
-    """The seed's matrix on an H200 (bench/gpu/h200_seed_matrix.sh, data/h200/matrix): M=1/4/7/8
+    """The shared-expert PR's matrix on an H200 (bench/gpu/h200_seed_matrix.sh, data/h200/matrix):
+    M=1/4/7/8
     x overlap/late/serial x graphs/eager, 5 repeats each. Non-identical repeats follow the batch
     size; the shared-expert order and CUDA graphs explain none of it."""
     import json

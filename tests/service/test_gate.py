@@ -75,7 +75,8 @@ def test_eager_noise_is_honest(client):
 
 
 def test_seed_case_numbers(client):
-    """The seed: v17 mean 87.745; a -0.93% ordering is a regression, -0.12% is within noise."""
+    """The shared-expert PR: v17 mean 87.745; a -0.93% ordering is a regression, -0.12% is within
+    noise."""
     v17 = [[87.70, 87.75, 87.79, 87.74, 87.74], [87.71, 87.80, 87.76, 87.72, 87.73],
            [87.69, 87.78, 87.75, 87.77, 87.72], [87.76, 87.74, 87.70, 87.79, 87.75]]
     ids = [client.post("/api/v1/runs", json=minimal_run(benchmark="glm", metrics={

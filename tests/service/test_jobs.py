@@ -1,4 +1,4 @@
-"""Durable jobs survive kill -9 of the worker process (issue 24), on SQLite and PostgreSQL.
+"""Durable jobs survive kill -9 of the worker process, on SQLite and PostgreSQL.
 
 A real `perfwarden worker` process is made to block at a known point (PERFWARDEN_TEST_JOB_PAUSE),
 killed with SIGKILL there, and a second worker started: the trace analysis finishes, and the

@@ -1,4 +1,4 @@
-"""The start-up sweep (issue #24): a trace left `pending` whose analysis job was lost (the queue
+"""The start-up sweep: a trace left `pending` whose analysis job was lost (the queue
 wiped, the database restored from a backup) is analyzed once a worker starts."""
 from __future__ import annotations
 

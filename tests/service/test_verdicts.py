@@ -1,5 +1,5 @@
 """The v1.1 gate through the API: a run counts once, varied keys, branch-aware history and noise,
-and the seed's question on real H200 data (data/h200/ab)."""
+and the shared-expert PR's question on real H200 data (data/h200/ab)."""
 from __future__ import annotations
 
 import json
@@ -89,7 +89,8 @@ def test_vary_matches_across_a_changed_key(client):
 
 
 def test_h200_late_vs_overlap_interleaved(client):
-    """The seed's question on one H200 (bench/gpu/h200_ab.sh): the PR's `late` shared-expert
+    """The shared-expert PR's question on one H200 (bench/gpu/h200_ab.sh): the PR's `late`
+    shared-expert
     order against v17's `overlap`, CUDA graphs, 6 ABBA blocks of separate processes."""
     ids: dict[str, list[int]] = {"v17-overlap": [], "pr-late": []}
     for f in sorted((H200 / "ab").glob("*.json")):

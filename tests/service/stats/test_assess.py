@@ -21,7 +21,7 @@ def verdict(base, cand, direction="higher", thr=0.5):
 
 def test_one_estimator_hand_computed():
     """The change is the means' ratio; interval, bound and p come from one t on the log of the
-    run means, transformed back (spec/api.md v1.2 item 3)."""
+    run means, transformed back (spec/api.md, Intervals and levels)."""
     means = [100.0, 101.0, 99.0, 100.5, 99.5]
     base = runs_around(means)
     cand = runs_around([99.0])
@@ -125,7 +125,8 @@ def test_runs_to_settle_is_sane():
 
 
 def test_one_baseline_run_without_history_is_never_judged():
-    """Trials are never the unit (v1.2 item 2): one baseline run and no history is inconclusive,
+    """Trials are never the unit (spec/api.md, Few baseline runs): one baseline run and no history
+    is inconclusive,
     a 10% drop included, with the spec's message."""
     base = [[100.0, 100.01, 99.99, 100.0, 100.0]]
     for cand in ([100.0], [90.0]):

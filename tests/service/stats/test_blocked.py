@@ -23,7 +23,8 @@ def test_block_differences_hand_computed():
     diffs = [-1.0, -1.1, -0.9, -1.05, -0.95]
     blocks = [([100 * f] * 3, [100 * f * (1 + d / 100)] * 3) for f, d in zip(drift, diffs)]
     a = assess_blocks(blocks, "higher")
-    # each block's log ratio (v1.2 item 3), tested with one-sample t, transformed back
+    # each block's log ratio (spec/api.md, Intervals and levels), tested with one-sample t,
+    # transformed back
     d = [math.log1p(x / 100) for x in diffs]
     mean = sum(d) / 5
     se = math.sqrt(sum((x - mean) ** 2 for x in d) / 4) / math.sqrt(5)

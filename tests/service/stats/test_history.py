@@ -27,7 +27,8 @@ def staircase(steps: int = 5, step_pct: float = -0.4, per_step: int = 6, noise_p
 
 
 def test_staircase_adds_up_to_one_change_point():
-    """Five -0.4% steps, noise 0.05% (v1.2 item 6): no single cut passes a 2% threshold, yet
+    """Five -0.4% steps, noise 0.05% (spec/api.md, Change points add up): no single cut passes a 2%
+    threshold, yet
     the levels drift 2% from the reference: one change point, at the step where they add up."""
     vals = staircase()
     cps = change_points(vals, 1.9, direction="higher")

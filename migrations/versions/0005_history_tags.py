@@ -1,6 +1,6 @@
-"""Round 3 (spec/api.md v1.2): the looks an experiment was planned with (item 4), the bisect tag
-that keeps a run out of history (items 5 and 8), and the trace-derived metrics as evidence in
-the registry table (item 1).
+"""History tags: the looks an experiment was planned with (spec/api.md, One experiment one
+answer), the bisect tag that keeps a run out of history (History one rule; bisect), and the
+trace-derived metrics as evidence in the registry table (Gating and evidence metrics).
 
 Revision ID: 0005
 Revises: 0004
