@@ -26,8 +26,16 @@ Sections:
    blocks, --until-decided up
    to --max-pairs; the verdict at the stop judged at alpha/looks (what every asker does now) and
    at full alpha (what the PR comment and the page did before).
+4. near the threshold: true changes of -0.3% to -1% against the --threshold, --near-runs runs
+   a side whose run means spread --near-cv run to run (5 trials each), judged by
+   service.stats.gate.judge; how often each candidate rule for `regression` is met:
+   (a) the estimate past the threshold and significant against no change (adjusted p < alpha);
+   (b) the one-sided 1-alpha bound on the better side past the threshold (the whole one-sided
+       interval past it), with the adjusted p < alpha;
+   (c) the one-sided 1-alpha bound on the worse side past the threshold;
+   and the share the gate calls `regression`.
 
-    python bench/gate_power.py [--resamples 1000] [--seed 1] [--threshold 0.5]
+    python bench/gate_power.py [--resamples 1000] [--seed 1] [--threshold 0.5] [--only 4]
 """
 from __future__ import annotations
 
@@ -43,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from service.stats.assess import assess, decide  # noqa: E402
 from service.stats.blocked import assess_blocks, look_alpha  # noqa: E402
+from service.stats.gate import Comparison, MetricResult, judge  # noqa: E402
 from service.stats.history import change_points  # noqa: E402
 
 ALPHA = 0.05
@@ -131,6 +140,56 @@ def looks_row(b: dict[str, list[list[float]]], kind: str, pairs: int, max_pairs:
     return at_level, at_full
 
 
+NEAR_CHANGES = (-0.3, -0.4, -0.45, -0.5, -0.6, -1.0)
+NEAR_RULES = ("a", "b", "c", "gate")
+
+
+def near_rules(r: MetricResult, threshold: float) -> dict[str, bool]:
+    """Which candidate rules for `regression` (higher is better) one gate result meets."""
+    a = r.assessment
+    assert a is not None and a.delta_pct is not None and a.bound_pct is not None
+    assert a.better_bound_pct is not None
+    significant = r.p_adjusted is not None and r.p_adjusted < ALPHA
+    return {"a": a.delta_pct < -threshold and significant,
+            "b": a.better_bound_pct < -threshold and significant,
+            "c": a.bound_pct < -threshold,
+            "gate": r.verdict == "regression"}
+
+
+def near_row(change_pct: float, runs: int, cv: float, threshold: float, rng: random.Random,
+             resamples: int) -> dict[str, int]:
+    """Draws of `runs` vs `runs` runs, run means N(level, cv) with 5 trials of 0.1% around
+    each, the candidate's level moved by `change_pct`: how often each rule is met."""
+    counts = dict.fromkeys(NEAR_RULES, 0)
+
+    def run(level: float) -> list[float]:
+        m = level * rng.gauss(1.0, cv)
+        return [m * rng.gauss(1.0, 0.001) for _ in range(5)]
+
+    for _ in range(resamples):
+        c = Comparison("tok_s", "tok/s", "higher", threshold, False, {}, 1,
+                       [run(1000.0) for _ in range(runs)],
+                       [run(1000.0 * (1 + change_pct / 100)) for _ in range(runs)])
+        for rule, met in near_rules(judge([c], ALPHA).metrics[0], threshold).items():
+            counts[rule] += met
+    return counts
+
+
+def near_section(args: argparse.Namespace, rng: random.Random) -> None:
+    print(f"4. near the threshold: {args.near_runs} vs {args.near_runs} runs, run-to-run spread "
+          f"{args.near_cv:g}%, threshold {args.threshold:g}%, alpha {ALPHA}, {args.resamples} "
+          "draws per row; share of draws meeting each rule for `regression`\n"
+          "   (a) estimate past the threshold, adjusted p < alpha; (b) better-side one-sided "
+          "bound past the threshold; (c) worse-side bound past the threshold; gate: the "
+          "verdict the gate gives\n")
+    print(f"{'true change':>11} {'(a)':>7} {'(b)':>7} {'(c)':>7} {'gate':>7}")
+    for change in NEAR_CHANGES:
+        c = near_row(change, args.near_runs, args.near_cv / 100, args.threshold, rng,
+                     args.resamples)
+        print(f"{change:>+10.2f}% " + " ".join(f"{100.0 * c[k] / args.resamples:>6.1f}%"
+                                                 for k in NEAR_RULES))
+
+
 def share(c: dict[str, int], k: str) -> float:
     return 100.0 * c[k] / sum(c.values())
 
@@ -145,8 +204,15 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--max-pairs", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--near-runs", type=int, default=6, help="runs a side of section 4")
+    ap.add_argument("--near-cv", type=float, default=0.2,
+                    help="run-to-run spread of section 4, %%")
+    ap.add_argument("--only", type=int, choices=(1, 2, 3, 4), help="print one section")
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    if args.only == 4:
+        near_section(args, rng)
+        return 0
     cases = (("graphs", "graphs", 0.0), ("eager", "eager", 0.0),
              (f"noisy {args.noisy_cv:g}%", "graphs", args.noisy_cv / 100))
     print(f"1. gate error rates on resampled H200 noise blocks: {args.resamples} resamples per "
@@ -191,6 +257,8 @@ def main() -> int:
                 print(f"{name:<10} {'aa' if kind == 'aa' else 'aa/' + kind:<9} {label:<12} "
                       f"{share(c, 'regression'):>7.1f}% {share(c, 'pass'):>6.1f}% "
                       f"{share(c, 'inconclusive'):>7.1f}% {share(c, 'improvement'):>7.1f}%")
+    print()
+    near_section(args, rng)
     return 0
 
 

@@ -66,12 +66,30 @@ FIXED: dict[str, MetricSpec] = {m.name: m for m in _FIXED}
 _EVIDENCE = re.compile(r"^(aux_|step_gpu_time_)|overlap")
 
 
+def latency_family(name: str) -> tuple[str, str] | None:
+    """(kind, statistic) of a latency percentile name ("ttft_ms_p99" -> ("ttft", "p99")), or
+    None for any other name."""
+    m = _LATENCY.match(name)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def family_role(stat: str) -> str:
+    """A latency family is judged by its median: the median (and the mean, which the gate
+    demotes where the family's median is present) gate; the tails (p90, p95, p99, ...) and the
+    std are evidence unless a request names them."""
+    return GATE if stat in ("median", "mean") else EVIDENCE
+
+
 def role_of(name: str, registered_gated: bool = True) -> str:
-    """A metric's role: the registry's, else EVIDENCE for every trace-derived name (`aux_*`,
-    `step_gpu_time_*`, overlap), else what its registry-table row says."""
+    """A metric's role: the registry's (a latency family's by its statistic), else EVIDENCE
+    for every trace-derived name (`aux_*`, `step_gpu_time_*`, overlap), else what its
+    registry-table row says."""
     spec = FIXED.get(name)
     if spec is not None:
         return spec.role
+    fam = latency_family(name)
+    if fam is not None:
+        return family_role(fam[1])
     if _EVIDENCE.search(name):
         return EVIDENCE
     return GATE if registered_gated else EVIDENCE
@@ -82,15 +100,16 @@ def lookup(name: str) -> MetricSpec | None:
     spec = FIXED.get(name)
     if spec is not None:
         return spec
-    if _LATENCY.match(name):
-        return MetricSpec(name, "ms", LOWER, 1.0)
+    fam = latency_family(name)
+    if fam is not None:
+        return MetricSpec(name, "ms", LOWER, 1.0, role=family_role(fam[1]))
     return None
 
 
 def seed_rows() -> list[dict]:
     """Rows of the metric_registry table: the fixed metrics and the latency families' usual
     statistics (vLLM writes mean, median and p99)."""
-    specs = list(_FIXED) + [MetricSpec(f"{p}_ms_{s}", "ms", LOWER, 1.0)
+    specs = list(_FIXED) + [MetricSpec(f"{p}_ms_{s}", "ms", LOWER, 1.0, role=family_role(s))
                             for p in _LATENCY_PREFIXES for s in _LATENCY_STATS]
     return [m.row() for m in specs]
 

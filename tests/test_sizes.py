@@ -1,6 +1,6 @@
 """House style 6 (DESIGN.md): no module over 400 lines and no function over 60 lines in
-service/, collectors/ and dashboards/, except where README's Layout section says why. The
-README's list must name only what is really over a limit, so it cannot go stale."""
+service/, collectors/ and dashboards/, except where docs/layout.md says why. The
+Its list must name only what is really over a limit, so it cannot go stale."""
 from __future__ import annotations
 
 import ast
@@ -29,9 +29,9 @@ def oversize() -> set[str]:
 
 
 def explained() -> set[str]:
-    """The `path` or `path:function` entries of the README's list, each with its reason."""
-    text = (ROOT / "README.md").read_text()
-    assert HEADING in text, f"README.md has no '{HEADING}' paragraph in its Layout section"
+    """The `path` or `path:function` entries of docs/layout.md's list, each with its reason."""
+    text = (ROOT / "docs" / "layout.md").read_text()
+    assert HEADING in text, f"docs/layout.md has no '{HEADING}' paragraph"
     block = text.split(HEADING, 1)[1].split("\n\n", 1)[0]  # the paragraph and its list
     return set(re.findall(r"^- `([^`]+)`: \S", block, re.M))
 

@@ -72,6 +72,7 @@ class Assessment:
     runs_known: bool = True  # False when the run-to-run spread is unknown
     spread_from: str | None = None  # "baseline", "history" or "candidate": where the spread came from
     spread_runs: int | None = None  # how many runs it came from
+    better_bound_pct: float | None = None  # one-sided 1-alpha bound on the better side
 
     @property
     def worse(self) -> bool | None:
@@ -246,10 +247,11 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
         half2 = float(stats.t.ppf(1 - alpha / 2, df)) * se
         half1 = float(stats.t.ppf(1 - alpha, df)) * se
     bound = _back(d - half1, log) if higher else _back(d + half1, log)
+    better = _back(d + half1, log) if higher else _back(d - half1, log)
     return Assessment(b, c, delta, _back(d - half2, log), _back(d + half2, log), bound, p,
                       method, higher, se_pct=100.0 * se, df=df, k_runs=k, m_runs=m,
                       sd_base_pct=100.0 * sd_b, sd_cand_pct=100.0 * sd_c, runs_known=True,
-                      spread_from=spread_from, spread_runs=spread_runs)
+                      spread_from=spread_from, spread_runs=spread_runs, better_bound_pct=better)
 
 
 def _se_after(a: Assessment, more: int) -> float:
@@ -260,13 +262,13 @@ def _se_after(a: Assessment, more: int) -> float:
 
 def runs_to_settle(a: Assessment, threshold_pct: float, alpha: float = 0.05) -> str:
     """What would settle an inconclusive comparison, if the estimate held: the number of further
-    runs per side for the bound to come within the threshold (small change) or for the change
-    to become significant (large change). Never more than MAX_MORE_RUNS: past that it says which
-    bound that many runs would reach."""
+    runs per side for the bound to come within the threshold (small change) or for the bound
+    nearest no change to come past the threshold (large change). Never more than MAX_MORE_RUNS:
+    past that it says which bound that many runs would reach."""
     if not a.runs_known or a.sd_base_pct is None or a.delta_pct is None:
         return f"at least {max(1, 3 - a.k_runs)} more baseline run(s) (separate processes)"
     worse_by = -a.delta_pct if a.higher_is_better else a.delta_pct  # > 0: in the worse direction
-    z90, z95 = stats.norm.ppf(1 - alpha), stats.norm.ppf(1 - alpha / 2)
+    z90 = stats.norm.ppf(1 - alpha)
     if abs(a.delta_pct) <= threshold_pct:
         room = threshold_pct - worse_by  # > 0 since the change is within the threshold
         for more in range(1, MAX_MORE_RUNS + 1):
@@ -276,20 +278,29 @@ def runs_to_settle(a: Assessment, threshold_pct: float, alpha: float = 0.05) -> 
         reach = a.delta_pct + (-1 if a.higher_is_better else 1) * z90 * _se_after(a, MAX_MORE_RUNS)
         return (f"even {MAX_MORE_RUNS} more runs per side would bring the bound only to "
                 f"{reach:+.2f}% (threshold {threshold_pct:g}%): reduce the run-to-run noise")
+    past_by = abs(a.delta_pct) - threshold_pct  # > 0: how far the estimate is past it
     for more in range(1, MAX_MORE_RUNS + 1):
-        if z95 * _se_after(a, more) <= abs(a.delta_pct):
-            return f"about {more} more run(s) per side would make a {a.delta_pct:+.2f}% change " \
-                   "significant"
-    return (f"even {MAX_MORE_RUNS} more runs per side would leave a {level_pct(alpha)} half-width of "
-            f"{z95 * _se_after(a, MAX_MORE_RUNS):.2f}%: reduce the run-to-run noise")
+        if z90 * _se_after(a, more) < past_by:
+            return f"about {more} more run(s) per side would bring the bound nearest no change " \
+                   f"past {threshold_pct:g}% if the change stays at {a.delta_pct:+.2f}%"
+    return (f"even {MAX_MORE_RUNS} more runs per side would leave a one-sided {level_pct(alpha)} "
+            f"half-width of {z90 * _se_after(a, MAX_MORE_RUNS):.2f}%, wider than the "
+            f"{past_by:.2f}% the change is past the threshold: reduce the run-to-run noise")
 
 
 def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
            alpha: float = 0.05) -> tuple[str, str]:
     """(verdict, reason), in the order of spec/api.md: regression, improvement, pass
     (non-inferiority: the worse-side bound within the threshold), inconclusive. `alpha` is the
-    level in use (alpha / looks for a sequential experiment): the test and the bound move
-    together, and the printed levels say it."""
+    level in use (alpha / looks for a sequential experiment): the test and the bounds move
+    together, and the printed levels say it.
+
+    A change is a regression (an improvement) only when its whole one-sided 1-alpha interval
+    lies past the threshold: the bound nearest no change (the better-side bound of a worse
+    change, the worse-side bound of a better one) is past the threshold, and the change is
+    significant against no change after the correction (adjusted p < alpha). An estimate past
+    the threshold whose bound is not stays inconclusive (docs/statistics.md has the error rates
+    that chose this rule)."""
     if a.exact_verdict:
         return a.exact_verdict, a.note
     if a.delta_pct is None or a.p_value is None or a.bound_pct is None:
@@ -298,18 +309,23 @@ def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
     change = f"{a.delta_pct:+.2f}% ({two} CI {a.ci_low_pct:+.2f}% to {a.ci_high_pct:+.2f}%)"
     beyond = abs(a.delta_pct) > threshold_pct
     significant = p_adjusted is not None and p_adjusted < alpha
-    if beyond and significant:
+    near = a.bound_pct if not a.worse else a.better_bound_pct  # the bound nearest no change
+    past = near is not None and abs(near) > threshold_pct and (near < 0) == (a.delta_pct < 0)
+    if past and significant:
         kind = "regression" if a.worse else "improvement"
-        return kind, (f"{change} is past the {threshold_pct:g}% threshold and significant "
-                      f"(adjusted p={p_adjusted:.2g}, alpha {alpha:.4g})")
+        return kind, (f"{change}: its one-sided {one} bound nearest no change, {near:+.2f}%, is "
+                      f"past the {threshold_pct:g}% threshold, and the change is significant "
+                      f"against none (adjusted p={p_adjusted:.2g}, alpha {alpha:.4g})")
     within_bound = a.bound_pct >= -threshold_pct if a.higher_is_better else a.bound_pct <= threshold_pct
     if within_bound and a.runs_known:
         return "pass", (f"{change}; the one-sided {one} bound {a.bound_pct:+.2f}% rules out a "
                         f"regression of {threshold_pct:g}%")
     settle = runs_to_settle(a, threshold_pct, alpha)
     if beyond:
-        why = (f"past the {threshold_pct:g}% threshold but not significant "
-               f"(adjusted p={p_adjusted:.2g})" if p_adjusted is not None else "not tested")
+        why = (f"the estimate is past the {threshold_pct:g}% threshold but its one-sided {one} "
+               f"bound nearest no change, {near:+.2f}%, is not" if near is not None and
+               not past else f"past the {threshold_pct:g}% threshold but not significant")
+        why += f" (adjusted p={p_adjusted:.2g})" if p_adjusted is not None else " (not tested)"
     else:
         why = (f"the one-sided {one} bound {a.bound_pct:+.2f}% does not rule out a regression of "
                f"{threshold_pct:g}%")

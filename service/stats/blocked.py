@@ -7,8 +7,9 @@ ratio of the run means (spec/api.md, Intervals and levels), transformed back to 
 interval
 never reaches -100%; else the difference relative to the baseline mean. The blocks' differences
 are tested with a one-sample t (scipy), and the verdict follows
-the gate's rules (service/stats/assess.decide): regression/improvement when past the threshold
-and significant, pass when the one-sided bound rules out a regression of the threshold's size.
+the gate's rules (service/stats/assess.decide): regression/improvement when the one-sided bound
+nearest no change is past the threshold and the change significant, pass when the one-sided
+bound rules out a regression of the threshold's size.
 
 Sequential use (`--until-decided`): the experiment is looked at after every block from the
 first look on, up to `max_looks` looks. Each look tests at alpha / max_looks (Bonferroni over
@@ -71,7 +72,8 @@ def assess_blocks(blocks: Sequence[tuple[Sequence[float], Sequence[float]]], dir
     return Assessment(b_side, c_side, back(mean_d), back(mean_d - half2), back(mean_d + half2),
                       bound, p, method + (" (log ratios)" if log else ""), higher,
                       se_pct=100.0 * se, df=df, k_runs=k, m_runs=k, sd_base_pct=sd_side,
-                      sd_cand_pct=sd_side, runs_known=True, spread_from="blocks", spread_runs=k)
+                      sd_cand_pct=sd_side, runs_known=True, spread_from="blocks", spread_runs=k,
+                      better_bound_pct=back(mean_d + half1) if higher else back(mean_d - half1))
 
 
 def look_alpha(alpha: float, max_looks: int) -> float:

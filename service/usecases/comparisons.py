@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, lookup, role_of
+from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, latency_family, lookup, role_of
 
 from ..db import Session
 from ..errors import Invalid, NotFound
@@ -178,9 +178,20 @@ def _pick(session: Session, cand_ids: list[int], asked: tuple[str, ...], who: st
     defs = metric_definitions(session, sorted(set(cand_metrics) | set(asked)))
     if asked:
         return list(asked), {m: _as_gate(defs.get(m, UNKNOWN)) for m in asked}
+    defs = {m: _in_family(m, d, cand_metrics) for m, d in defs.items()}
     gating = [m for m in cand_metrics if defs.get(m, UNKNOWN).role == GATE]
     evidence = [m for m in cand_metrics if defs.get(m, UNKNOWN).role == EVIDENCE]
     return gating + evidence, {m: defs.get(m, UNKNOWN) for m in gating + evidence}
+
+
+def _in_family(name: str, d: MetricDefinition, present: Sequence[str]) -> MetricDefinition:
+    """A latency family (TTFT, TPOT, ITL, E2EL) is judged by its median: a family's mean is
+    evidence where the family's median is among the compared metrics (the tails already are,
+    by the registry's roles)."""
+    fam = latency_family(name)
+    if fam is not None and fam[1] == "mean" and f"{fam[0]}_ms_median" in present:
+        return MetricDefinition(d.unit, d.direction, d.threshold_pct, d.exact, EVIDENCE)
+    return d
 
 
 def _as_gate(d: MetricDefinition) -> MetricDefinition:

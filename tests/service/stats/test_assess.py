@@ -172,3 +172,34 @@ def test_trial_noise_floors_lucky_baselines():
     floor = math.sqrt((0.5 / 5 / 100.0 ** 2 * 3 + 0.7 / 5 / 99.7 ** 2) / 4)
     assert a.sd_base_pct == pytest.approx(100 * floor)
     assert a.ci_low_pct < a.delta_pct < a.ci_high_pct
+
+
+Z6 = (-1.3, -0.4, 0.2, 0.5, 1.0, 0.0)  # six run means' deviations, in run-to-run sds
+
+
+def test_regression_needs_the_bound_nearest_no_change_past_the_threshold():
+    """6 vs 6 runs spread 0.2%, 0.5% threshold: a -0.6% estimate is past the threshold and
+    significant against no change, but its one-sided 95% bound nearest no change is not past
+    -0.5%, so it is inconclusive (naming that bound); -1.2% is a regression, and its reason names
+    the bound it tested."""
+    base = runs_around([1000 * (1 + 0.002 * z) for z in Z6])
+    for change, want in ((-0.6, "inconclusive"), (-1.2, "regression")):
+        cand = runs_around([1000 * (1 + change / 100) * (1 + 0.002 * z) for z in reversed(Z6)])
+        a, (v, why) = verdict(base, cand)
+        assert a.p_value is not None and a.p_value < 0.001 and a.delta_pct < -0.5  # rule (a) met
+        assert a.better_bound_pct is not None and a.better_bound_pct > a.delta_pct
+        # the bound nearest no change: the worse end of the one-sided 95% interval's opposite
+        half = stats.t.ppf(0.95, a.df) * a.se_pct / 100
+        assert a.better_bound_pct == pytest.approx(
+            100 * math.expm1(math.log1p(a.delta_pct / 100) + half), rel=1e-3)
+        assert v == want, why
+        assert f"bound nearest no change, {a.better_bound_pct:+.2f}%" in why
+    assert "is past the 0.5% threshold" in why and "significant against none" in why
+
+
+def test_an_improvement_needs_its_worse_side_bound_past_the_threshold():
+    base = runs_around([1000 * (1 + 0.002 * z) for z in Z6])
+    cand = runs_around([1006 * (1 + 0.002 * z) for z in reversed(Z6)])
+    a, (v, why) = verdict(base, cand)
+    assert a.bound_pct is not None and 0 < a.bound_pct < 0.5 < a.delta_pct
+    assert v == "pass", why  # not shown past +0.5%, but a regression is ruled out
