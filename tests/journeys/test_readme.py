@@ -35,16 +35,19 @@ def test_the_tour_runs_as_written(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     for key in [k for k in env if k.startswith("PERFWARDEN_")]:
         del env[key]
-    proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=900)
-    finally:
-        try:  # the tour's server runs in the script's process group
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    log = tmp_path / "tour.log"
+    with log.open("w") as sink:  # a file, not a pipe: the tour's server outlives the script
+        proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=900)
+        finally:
+            try:  # the tour's server runs in the script's process group
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    out = log.read_text()
+    assert "address already in use" not in out, "port 8001 is taken: the tour needs it free"
     assert "Traceback" not in out and "error:" not in out, out[-3000:]
     assert "created baseline 'v17' of tour: runs [1, 2, 3]" in out
     assert re.search(r"verdict: (PASS|REGRESSION|IMPROVEMENT|INCONCLUSIVE)", out)
