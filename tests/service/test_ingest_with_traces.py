@@ -118,7 +118,8 @@ def test_trace_files_outside_the_record_folder_are_refused(live_server, tmp_path
         path.write_text(json.dumps([minimal_run(benchmark="outside", trace_files=[name])]))
         rc, ids, err = _ingest(capsys, path, "--server", url)
         lines = err.strip().splitlines()
-        assert rc == 2 and ids == [] and len(lines) == 1, err
+        # bad input: exit 65, as sysexits numbers it
+        assert rc == 65 and ids == [] and len(lines) == 1, err
         assert "outside the record's folder" in lines[0] and "--allow-outside-traces" in lines[0]
         assert httpx.get(f"{url}/api/v1/runs?benchmark=outside").json()["count"] == 0
     rc, ids, err = _ingest(capsys, path, "--server", url, "--allow-outside-traces")
