@@ -247,7 +247,7 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
     real, writes, kept = tracestore.analyze_set, [], []
     columns = tracestore.columns_dir(settings.data_dir)
 
-    def watched(files, keep_in=None):
+    def watched(files, keep_in=None, sandbox=None):
         if len(files) > 1:  # the set's analysis, not one file's
             assert keep_in == columns
             kept.extend(sorted(f.name.split(".")[0] for f in columns.glob("*.npz")))
@@ -273,7 +273,7 @@ def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
                     writes.append(type(e).__name__)
                 finally:
                     eng.dispose()
-        return real(files, keep_in)
+        return real(files, keep_in, sandbox)
 
     monkeypatch.setattr(tracestore, "analyze_set", watched)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
