@@ -73,7 +73,7 @@ def test_an_unreachable_server_exits_69_naming_its_url(tmp_path):
     r = run(PW, "gate", "--server", DOWN, "--benchmark", "b", "--baseline", "v", "--run", "1")
     assert r.returncode == 69 and f"cannot reach {DOWN}" in r.stderr
     r = run(PW, "ingest", str(DATA / "engines" / "serve.json"), "--benchmark", "glm",
-            "--no-detect", "--gpu", "cpu", "--server", DOWN)  # the collectors' client (urllib)
+            "--no-detect", "--gpu", "cpu", "--config", "tp=1", "--server", DOWN)  # the collectors' client (urllib)
     assert r.returncode == 69 and f"cannot reach {DOWN}" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     r = run(PW, "comment", "--server", DOWN, "--benchmark", "b", "--baseline", "v", "--run", "1",
