@@ -145,9 +145,9 @@ def minimal_run(**over) -> dict:
     return run
 
 
-@pytest.fixture
-def live_server(settings):
-    """The real app under uvicorn on a free loopback port (for the CLI and the browser)."""
+def serve_live(settings, jobs_in_process: bool = True):
+    """The real app under uvicorn on a free loopback port; yields (url, app). With
+    `jobs_in_process` off, queued jobs wait until a test drains them."""
     import socket
     import threading
     import time
@@ -159,7 +159,7 @@ def live_server(settings):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(settings.model_copy(update={"jobs_in_process": True}))  # as `serve` does
+    app = create_app(settings.model_copy(update={"jobs_in_process": jobs_in_process}))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
@@ -171,6 +171,13 @@ def live_server(settings):
     server.should_exit = True
     t.join(10)
     app.state.engine.dispose()
+
+
+@pytest.fixture
+def live_server(settings):
+    """The real app under uvicorn on a free loopback port (for the CLI and the browser), with
+    its jobs in process as `serve` runs them."""
+    yield from serve_live(settings, jobs_in_process=True)
 
 
 def drain_jobs(app, timeout_s: float = 120) -> None:

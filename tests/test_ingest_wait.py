@@ -6,15 +6,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from tests.conftest import DATA, ROOT, drain_jobs
+from tests.conftest import DATA, ROOT, drain_jobs, serve_live
 
 PW = [sys.executable, "-m", "service.cli"]
 RECORD = {"benchmark": "waited", "config": {"tp": 1, "batch_size": 4},
@@ -31,25 +29,7 @@ def run(*args, cwd=ROOT):
 @pytest.fixture
 def held_server(settings):
     """The app under uvicorn with no worker of its own: traces stay pending until drained."""
-    import uvicorn
-
-    from service.main import create_app
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=server.run, daemon=True)
-    t.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", app
-    server.should_exit = True
-    t.join(10)
-    app.state.engine.dispose()
+    yield from serve_live(settings, jobs_in_process=False)
 
 
 def record_with(folder, data: bytes, label: str, shift: float = 0.0):

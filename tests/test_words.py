@@ -1,5 +1,5 @@
 """The project speaks of itself only: no tracked file outside data/ and tests/data/ names how it
-was built (sessions, rounds, issue numbers, numbered items of a spec, "the seed", "done-when").
+was made (the words the PATTERN below lists), and states its rules instead.
 Words that mean something else here are let through: a database session, `manual_seed`, the
 `seed` data loader and its `--seed DIR` flag, and the GitHub issue an alert opens."""
 from __future__ import annotations
