@@ -57,13 +57,25 @@ class Sandbox:
 
     def enter(self, nbytes: int) -> None:
         """In the analysis process: its limits (its forked pieces inherit them)."""
-        mem = self.memory_bytes()
+        # the cap is what the analysis may map beyond what it was forked with: a parent that
+        # has mapped much already (a server with torch loaded, many threads' stacks) must not
+        # leave the child no room at all
+        mem = _mapped_bytes() + self.memory_bytes()
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         cpu = self.cpu_limit_s(nbytes)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.environ[MAX_INFLATED_ENV] = str(self.max_inflated_bytes)
         os.environ[MAX_RATIO_ENV] = repr(self.max_inflate_ratio)
+
+
+def _mapped_bytes() -> int:
+    """This process's address space now (Linux), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _lowest_priority() -> None:
@@ -78,9 +90,11 @@ def _lowest_priority() -> None:
 
 
 def _child(out: Any, work: Callable[[], Any], parent: int, sandbox: Sandbox,
-           nbytes: int) -> None:
+           nbytes: int, idle: bool) -> None:
     """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
-    whole), killed with the worker (PR_SET_PDEATHSIG), under the sandbox's limits, none of the
+    whole), killed with the worker (PR_SET_PDEATHSIG), at the lowest CPU priority where `idle`
+    (a job) and at the caller's where not (a page a user waits for: at SCHED_IDLE a parse
+    beside two busy cores waited minutes), under the sandbox's limits, none of the
     parent's objects collected (their finalizers may want locks or sockets of the server's
     threads), and an exit that skips the interpreter's shutdown."""
     gc.freeze()
@@ -89,7 +103,8 @@ def _child(out: Any, work: Callable[[], Any], parent: int, sandbox: Sandbox,
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
         if os.getppid() != parent:  # the worker died before prctl took
             os._exit(1)
-        _lowest_priority()
+        if idle:
+            _lowest_priority()
         sandbox.enter(nbytes)
         try:
             out.send(("ok", work()))
@@ -118,9 +133,58 @@ def _death(code: int | None, sandbox: Sandbox, nbytes: int) -> str | None:
     return f"refused: the analysis process died of signal {-code}"
 
 
-def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None) -> T:
+class _CpuWaits:
+    """How long an analysis (its process and the pieces it forked) waited for a core since the
+    last look: the largest such wait of any one of them, since its pieces wait side by side. The
+    deadline stops for it: at SCHED_IDLE beside busy cores a parse of a fraction of a second
+    waited past a 60 s deadline and was refused for good. A process waits while it is runnable
+    and not running: the time it was seen runnable less the CPU time it got (/proc/PID/stat).
+    (The kernel's run-queue delay in /proc/PID/schedstat is only added when the wait ends, so a
+    long wait reads as none until it is over.) A process that sleeps or spins is not waiting, so
+    a hang still meets the deadline and a loop the CPU limit."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[float, float]] = {}  # pid -> (when, its CPU time then)
+
+    def more_s(self, pid: int | None) -> float:
+        if pid is None:
+            return 0.0
+        now, rise = time.monotonic(), 0.0
+        for p in [pid, *_children(pid)]:
+            got = _state_and_cpu(p)
+            if got is None:
+                continue
+            state, cpu = got
+            when, last = self._seen.get(p, (now, cpu))
+            if state == "R":  # less two clock ticks: CPU time is counted in whole ticks
+                rise = max(rise, (now - when) - (cpu - last) - 2 / os.sysconf("SC_CLK_TCK"))
+            self._seen[p] = (now, cpu)
+        return rise
+
+
+def _state_and_cpu(pid: int) -> tuple[str, float] | None:
+    """`pid`'s scheduler state letter and its CPU time in seconds (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None,
+              idle: bool = True) -> T:
     """`work` in a process of its own, forked for it on Linux (as the rank-set loader forks:
-    the child touches no lock the server's threads hold) at the lowest CPU priority, under the
+    the child touches no lock the server's threads hold) at the lowest CPU priority (with
+    `idle`; without, at the caller's: a request a user waits for), under the
     sandbox's limits and deadline (`nbytes`: the size of the files it reads, which scales the
     defaults); single-threaded, it may fork its pieces, and its memory is returned when it
     ends. Past the deadline, a limit or a cap, or ended by a signal: TraceError (final, not
@@ -131,9 +195,10 @@ def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None
         return work()
     deadline = box.deadline_s(nbytes)
     end = time.monotonic() + deadline
+    waits = _CpuWaits()
     ctx = mp.get_context("fork")
     got, out = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(out, work, os.getpid(), box, nbytes))
+    proc = ctx.Process(target=_child, args=(out, work, os.getpid(), box, nbytes, idle))
     proc.start()
     out.close()
     kind, value = "died", cast(Any, None)
@@ -141,6 +206,7 @@ def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None
         while not got.poll(max(0.0, min(0.5, end - time.monotonic()))):
             if not proc.is_alive():
                 break
+            end += waits.more_s(proc.pid)  # time spent waiting for a core is not late
             if time.monotonic() >= end:
                 kind = "late"
                 break

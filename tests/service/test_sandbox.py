@@ -5,6 +5,7 @@ analysis refused. A fuzz pass uploads malformed nsys SQLite (views, triggers, lo
 flipped bytes)."""
 from __future__ import annotations
 
+import os
 import random
 import time
 from pathlib import Path
@@ -140,10 +141,10 @@ def test_alerts_and_the_gate_answer_while_a_trace_analysis_is_stuck(
     """The in-process workers (as `perfwarden serve` runs them) with an analysis that never
     ends: the evaluation of a batch posted meanwhile raises its alert, the gate answers, and the
     stuck trace fails at its deadline."""
-    from service import tracestore
     from service.main import create_app
+    from service.traces import analysis
 
-    monkeypatch.setattr(tracestore, "analyze_files", _stuck)
+    monkeypatch.setattr(analysis, "analyze_files", _stuck)
     s = settings.model_copy(update={"jobs_in_process": True, "analysis_timeout_s": 12.0,
                                     "job_poll_s": 0.2})
     app = create_app(s)
@@ -233,3 +234,62 @@ def test_fuzz_malformed_nsys_uploads_end_done_or_failed_never_stuck(
                 assert t["error"] and "\n" not in t["error"] and name in t["error"], t
         assert "failed" in states, states
     app.state.engine.dispose()
+
+
+def test_memory_cap_is_room_beyond_what_the_parent_mapped():
+    """A parent that has mapped more than the analysis' memory cap (a server with torch loaded)
+    still gives the analysis its room; past the room, the analysis runs out of memory."""
+    import mmap
+
+    from service.sandbox import Sandbox, sandboxed
+
+    sb = Sandbox(memory_mb=256)
+    held = mmap.mmap(-1, 512 << 20)  # mapped, never touched: address space, not memory
+    try:
+        assert sandboxed(lambda: len(bytearray(64 << 20)), 0, sb) == 64 << 20
+        with pytest.raises(Exception, match="out of memory"):
+            sandboxed(lambda: len(bytearray(1 << 30)), 0, sb)
+    finally:
+        held.close()
+
+
+def _spin_for(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def _cpu_work(cpu_s: float) -> float:
+    start = time.process_time()
+    while time.process_time() - start < cpu_s:
+        pass
+    return cpu_s
+
+
+def test_waiting_for_a_core_is_not_late_and_a_hang_still_is():
+    """At SCHED_IDLE beside a busy process on every core, an analysis that needs a
+    hundredth of a second of CPU waits far longer than its 1 s deadline for a core: it is not
+    refused for it. One that sleeps (a hang, not a wait) is refused at its deadline."""
+    import multiprocessing as mp
+
+    from service.sandbox import Sandbox, sandboxed
+
+    box = Sandbox(timeout_s=1.0)
+    spinners = [mp.get_context("fork").Process(target=_spin_for, args=(60,), daemon=True)
+                for _ in range(os.cpu_count() or 2)]
+    for p in spinners:
+        p.start()
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        assert sandboxed(lambda: _cpu_work(0.01), 0, box) == 0.01
+        waited = time.monotonic() - t0
+        t0 = time.monotonic()
+        with pytest.raises(Exception, match="ran past its deadline of 1 s"):
+            sandboxed(lambda: time.sleep(30), 0, box)
+        assert time.monotonic() - t0 < 5
+    finally:
+        for p in spinners:
+            p.kill()
+            p.join()
+    assert waited > 1.0, f"the analysis never waited for a core ({waited:.2f} s): no test"
