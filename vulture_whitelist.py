@@ -82,3 +82,11 @@ _.webhook_attempts  # unused attribute (service/usecases/deliveries.py:85)
 change_point  # unused variable (service/usecases/overview.py): read by dashboards/templates/index.html
 post_trace  # unused function (collectors/record.py): a trace to a stored run, for scripts
 _._one_trace_list_per_run  # unused method (service/schemas/runs.py): a pydantic validator
+evaluation  # unused function (service/api/routes/alerts.py): a route
+get_explain  # unused function (service/api/routes/explain.py): a route
+css  # unused property (service/evidence.py): read by dashboards/templates/_ordering.html
+first_run_id  # unused variable (service/models/evaluations.py): an ORM column
+bisect_note  # unused variable (service/schemas/alerts.py): a response field
+series_done  # unused variable (service/schemas/alerts.py): a response field
+series_total  # unused variable (service/schemas/alerts.py): a response field
+at_levels  # unused variable (service/schemas/explain.py): a response field

@@ -1,7 +1,10 @@
-"""The import rules of DESIGN.md, checked on the source (ast), so a shortcut fails CI."""
+"""The import rules of the layout, checked on the source (ast), so a shortcut fails CI; the
+other seams are in test_seams.py."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -11,7 +14,7 @@ def imports(path: Path) -> set[str]:
     """Absolute module names a file imports (relative imports resolved)."""
     tree = ast.parse(path.read_text())
     pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    out = set()
+    out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
@@ -59,8 +62,9 @@ def test_nothing_imports_routes_but_the_app():
 def test_collectors_import_nothing_of_the_service_and_cli_is_not_a_library():
     assert offenders("collectors", ("service", "dashboards")) == []
     assert offenders("service", ("collectors.cli",)) == [
-        "service/cli.py imports collectors.cli", "service/cli.py imports collectors.cli.build_parser",
-        "service/cli.py imports collectors.cli.dispatch"]  # the command mounts its parsers, nothing more
+        "service/cli/__init__.py imports collectors.cli",
+        "service/cli/__init__.py imports collectors.cli.build_parser",
+        "service/cli/__init__.py imports collectors.cli.dispatch"]  # it mounts the parsers, no more
     assert [o for o in offenders("service", ("collectors.cli",)) if "CliError" in o] == []
 
 
@@ -121,11 +125,11 @@ def test_use_cases_import_no_cycle_and_comparisons_is_the_one_matcher():
 
 
 # Only repositories, migrations and the composition root touch SQLAlchemy and the ORM models
-# (DESIGN.md "Who may import whom"). The composition root: the app factory, the engine and
+# (who may import whom). The composition root: the app factory, the engine and
 # sessions, the migration runner, the request dependencies, and the job queue backends (they
 # hold the queue's own tables and connections).
 COMPOSITION_ROOT = ("service/main.py", "service/db.py", "service/migrate.py", "service/api/deps.py",
-                    "service/jobs/", "service/cli_server.py")
+                    "service/jobs/", "service/cli/server.py")
 
 
 def runtime_imports(path: Path) -> set[str]:
@@ -136,7 +140,7 @@ def runtime_imports(path: Path) -> set[str]:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
                 and node.test.id == "TYPE_CHECKING":
             node.body = [ast.Pass()]
-    out = set()
+    out: set[str] = set()
     pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -164,3 +168,70 @@ def test_use_cases_build_no_queries():
                                                           "dashboards")
            for p in files(folder) for w in words if w in p.read_text()]
     assert bad == []
+
+
+def test_routes_take_the_database_one_way():
+    """A route gets its session (SessionDep) or, for work in the thread pool or in several units
+    of work, the session factory (SessionsDep) from service/api/deps.py; it never reaches into
+    the app's state for them."""
+    bad = [str(p.relative_to(ROOT)) for p in (ROOT / "service" / "api" / "routes").glob("*.py")
+           if "state.sessions" in p.read_text() or "state.engine" in p.read_text()]
+    assert bad == []
+
+
+def test_trace_files_import_downwards():
+    """service/traces/: intake and the analysis runner build on storage and not on each other;
+    storage knows neither, nor HTTP, the sandbox or the trace readers; none of them reaches up
+    into use cases, repositories, the ORM or the routes."""
+    up = ("service.usecases", "service.repositories", "service.models", "service.api",
+          "sqlalchemy")
+    assert offenders("service/traces", up) == []
+    folder = ROOT / "service" / "traces"
+    assert [m for m in imports(folder / "storage.py")
+            if m.split(".")[0] not in sys.stdlib_module_names and m != "__future__.annotations"
+            ] == []
+    assert [m for m in imports(folder / "intake.py") if m.startswith("service.traces.analysis")
+            ] == []
+    assert [m for m in imports(folder / "analysis.py") if m.startswith("service.traces.intake")
+            ] == []
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """What a module imports when it is imported: its top-level statements (module-level `if`
+    and `try` blocks included), not the bodies of its functions and classes."""
+    pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    if path.name == "__init__.py":
+        pkg = list(path.relative_to(ROOT).parts[:-1])
+    todo: list[ast.AST] = list(ast.parse(path.read_text()).body)
+    out: set[str] = set()
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = pkg[:len(pkg) - node.level + 1] if node.level else []
+            out.add(".".join(base + ([node.module] if node.module else [])))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo += [n for field in ("body", "orelse", "finalbody", "handlers")
+                     for n in getattr(node, field, [])]
+        elif isinstance(node, ast.ExceptHandler):
+            todo += node.body
+    return out
+
+
+def test_service_cli_imports_server_code_only_inside_commands():
+    """`perfwarden collect ...` runs where only the collectors' dependencies are installed: the
+    service's CLI modules import the standard library, the collectors and each other at import
+    time; the server's code (and its libraries) inside the command that needs it."""
+    bad = [f"{p.relative_to(ROOT)} imports {m}" for p in files("service/cli")
+           for m in sorted(module_level_imports(p))
+           if m.split(".")[0] not in sys.stdlib_module_names and m != "__future__"
+           and not m.startswith(("collectors", "service.cli"))]
+    assert bad == []
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, service.cli; print(' '.join(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    server = ("fastapi", "starlette", "sqlalchemy", "alembic", "procrastinate", "plotly",
+              "scipy", "statsmodels", "ruptures", "pydantic", "httpx", "uvicorn")
+    assert [m for m in loaded if m.split(".")[0] in server
+            or (m.startswith("service.") and not m.startswith("service.cli"))] == []

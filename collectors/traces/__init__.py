@@ -1,4 +1,17 @@
-"""Trace loaders (nsys SQLite, Kineto JSON) -> one op model -> step/stream/gap analysis."""
+"""Trace loaders (nsys SQLite, Kineto JSON) -> one op model -> step/stream/gap analysis.
+
+Loading: load.py (a file opened by its content, a rank set in parallel), nsys.py and
+nsys_schema.py (Nsight Systems exports, opened as untrusted), kineto.py, kineto_events.py,
+kineto_scan.py and kineto_split.py (the Kineto JSON: the decoded shapes, the scan into columns,
+a large document scanned in pieces), model.py (the one in-memory model, all columns),
+columns.py (a loaded trace kept on disk as columns). Analysis: pipeline.py (THE trace pipeline,
+files to summary), steps.py (which host ranges are the steps), analysis.py (step projection,
+stream roles, gaps, overlap), lanes.py (the auxiliary lanes per step and device), intervals.py
+(vectorized interval arithmetic), hostops.py (host operators of a trace without device work),
+ordering.py, presets.py and verdict.py (the ordering check, its guard presets, its verdict),
+representative.py (whether a profile shows what the trials ran), summary.py (the trace summary
+type), diff.py (what got slower or faster between two analyses), progress.py (progress lines on
+stderr)."""
 from .analysis import Options, analyze, timeline
 from .load import load_trace
 from .model import Trace, TraceError

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..db import transaction
@@ -21,6 +21,12 @@ ERRORS: dict[int | str, dict] = {code: {"model": ErrorOut}
 
 def settings(request: Request) -> Settings:
     return request.app.state.settings
+
+
+def sessions(request: Request) -> sessionmaker:
+    """The session factory, for a route whose work runs in the thread pool or in more than one
+    unit of work (each use case opens its own transaction)."""
+    return request.app.state.sessions
 
 
 def db(request: Request) -> Iterator[Session]:
@@ -237,6 +243,7 @@ async def strict_query(request: Request) -> None:
 # `dependencies=[ReadAccess]`)
 SessionDep = Annotated[Session, Depends(db, scope="function")]
 SettingsDep = Annotated[Settings, Depends(settings)]
+SessionsDep = Annotated[sessionmaker, Depends(sessions)]
 ReadAccess = Depends(require_read)
 IngestAccess = Depends(require_ingest)
 WriteAccess = Depends(require_write)

@@ -1,4 +1,4 @@
-"""Durable jobs (DESIGN.md v1.2): trace analysis of uploads, alert evaluation after ingest, and
+"""Durable jobs: trace analysis of uploads, alert evaluation after ingest, and
 the deliveries (webhook, GitHub issue, PR comment) leave the request path and run from a queue
 kept in the database, retried with backoff and resumed after a crash.
 
@@ -7,8 +7,9 @@ kept in the database, retried with backoff and resumed after a crash.
 - SQLite (embedded default): the `jobs` table (`table.py`), run by a thread that
   `perfwarden serve` starts (or by `perfwarden worker` as well).
 
-Callers use `open_queue(settings, sessions)` and `Queue.enqueue(kind, args, coalesce=...)`; the
-job kinds and what each does are in `tasks.py`.
+Callers use `open_queue(settings, sessions)` (`queue.py`) and `Queue.enqueue(kind, args,
+coalesce=...)`; the job kinds and what each does are in `tasks.py`; `worker.py` runs them,
+`sweep.py` queues again at start what a crash left, `pause.py` is the tests' pause point.
 """
 from __future__ import annotations
 

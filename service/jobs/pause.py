@@ -2,7 +2,8 @@
 and then block, so a test can kill the worker there (kill -9) and start another.
 
 Points: `trace:analyze` (a trace analysis job, before it reads the file), `webhook:before_post`
-and `webhook:after_post` (a webhook delivery, around the HTTP request)."""
+and `webhook:after_post` (a webhook delivery, around the HTTP request), `alerts:reevaluate`
+(a full re-evaluation, after each series it committed)."""
 from __future__ import annotations
 
 import os

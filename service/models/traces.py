@@ -31,3 +31,9 @@ class TraceFile(Base):
     state: Mapped[str | None] = mapped_column(String(16), nullable=True)
     error: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     set_size: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # which trace of the run the file belongs to (a set of ranks of one capture): 0 (NULL) the
+    # run's own, whose summary is the run's; another phase or capture 1, 2, ... with its phase
+    # and, once its files are all done, the set's summary on each of them
+    trace_group: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    phase: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    group_summary: Mapped[dict | None] = mapped_column(JSON, nullable=True)

@@ -1,5 +1,8 @@
-"""API input and output schemas (pydantic). Separate from ORM models and analysis data."""
-from .alerts import AlertList, AlertOut, AlertPatch, AlertsEvaluated
+"""API input and output schemas (pydantic), one module per resource, separate from the ORM models
+and the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and
+compare), experiments.py, attribution.py, history.py, alerts.py, explain.py; common.py (shared field types,
+the one error body, query-string parsers)."""
+from .alerts import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
 from .attribution import AttributionOut, FactorOut
 from .baselines import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from .benchmarks import BenchmarkList, BenchmarkPatch, BenchmarkSummary
@@ -20,6 +23,7 @@ from .common import (
     parse_vary,
 )
 from .experiments import ExperimentBlock, ExperimentOut, ExperimentRun
+from .explain import DeterministicOut, ExplainOut, KernelChange, TraceDiffOut
 from .gate import (
     CompareOut,
     Distribution,
@@ -61,5 +65,6 @@ __all__ = [
     'TraceBrief', 'CompareOut', 'ChangePointOut', 'SeriesChangePoints', 'ChangePointsOut',
     'NoiseRow', 'NoiseOut', 'BenchmarkSummary', 'BenchmarkList', 'BenchmarkPatch',
     'ExperimentRun', 'ExperimentBlock', 'ExperimentOut', 'FactorOut', 'AttributionOut',
-    'TraceOut', 'AlertOut', 'AlertList', 'AlertPatch', 'AlertsEvaluated',
+    'DeterministicOut', 'ExplainOut', 'KernelChange', 'TraceDiffOut',
+    'TraceOut', 'AlertOut', 'AlertList', 'AlertPatch', 'AlertEvaluationOut',
 ]

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.traces.representative import warnings_for
 
-from .. import tracestore
 from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid, NotFound
 from ..repositories import runs as runs_repo
 from ..repositories import traces as repo
 from ..sandbox import Sandbox
+from ..traces import analysis, intake, storage
 
 if TYPE_CHECKING:
     from ..models import Run, TraceFile
@@ -41,7 +41,7 @@ def _record(sessions: SessionFactory, data_dir: Path, tmp: Path, sha: str, run_i
     `add` (given the session, the run and the traces it holds). The same content for the same
     run again is the first attachment. On any failure the stored file is removed again unless
     another trace row holds the same content."""
-    final = tracestore.commit_file(tmp, data_dir, sha)
+    final = storage.commit_file(tmp, data_dir, sha)
     try:
         with transaction(sessions) as session:
             run = repo.run(session, run_id)
@@ -50,7 +50,7 @@ def _record(sessions: SessionFactory, data_dir: Path, tmp: Path, sha: str, run_i
             held = runs_repo.traces_of(session, [run_id])
             same = next((t for t in held if t.sha256 == sha), None)
             if same is not None:
-                return _out(same, len(held)), False
+                return _out(same, len(same_group(held, same))), False
             return add(session, run, held), True
     except BaseException:
         with transaction(sessions) as session:
@@ -66,7 +66,7 @@ def attach(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
     attachment (stored once). Once the run holds `set_size` files (the ranks of a TP run),
     the run's summary covers all of them together."""
     try:
-        fmt, summary = tracestore.analyze_file(tmp, name)
+        fmt, summary = analysis.analyze_file(tmp, name)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -74,16 +74,16 @@ def attach(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
     def add(session: Session, run: Run, held: list[TraceFile]) -> dict[str, Any]:
         row = repo.add(session, run_id, sha, name, size, fmt, dict(summary),
                        datetime.now(timezone.utc))
-        held.append(row)
+        held = same_group(held, row) + [row]  # the run's own set: another group never joins it
         if len(held) >= set_size:
-            run.trace_summary = _run_summary(run, summary if len(held) == 1 else
-                                             tracestore.analyze_set(_files(data_dir, held)))
+            repo.set_run_summary(run, _run_summary(run, summary if len(held) == 1 else
+                                                   analysis.analyze_set(_files(data_dir, held))))
         return _out(row, len(held))
     return _record(sessions, data_dir, tmp, sha, run_id, add)
 
 
 def _files(data_dir: Path, held: list[TraceFile]) -> list[tuple[Path, str]]:
-    return [(tracestore.path_for(data_dir, t.sha256), t.filename) for t in held]
+    return [(storage.path_for(data_dir, t.sha256), t.filename) for t in held]
 
 
 def _run_summary(run: Run, summary: dict[str, Any] | Any) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def accept(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
     and record it `pending`. Returns (trace, created); the caller queues its analysis when
     created. The same content for the same run again is the first upload."""
     try:
-        fmt = tracestore.check_file(tmp, name)
+        fmt = intake.check_file(tmp, name)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -121,7 +121,7 @@ def accept(sessions: SessionFactory, data_dir: Path, run_id: int, tmp: Path, nam
     def add(session: Session, run: Run, held: list[TraceFile]) -> dict[str, Any]:
         row = repo.add(session, run_id, sha, name, size, fmt, {}, datetime.now(timezone.utc),
                        state="pending", set_size=set_size)
-        return _out(row, len(held) + 1)
+        return _out(row, len(same_group(held, row)) + 1)
     return _record(sessions, data_dir, tmp, sha, run_id, add)
 
 
@@ -139,7 +139,7 @@ def analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
     short transaction (the run's row locked, PostgreSQL) checks that nothing changed meanwhile
     and records the trace `done` with the run's summary together, so a crash in between leaves
     the trace `pending` and its job, retried, does it again. A rank of a set keeps its loaded
-    columns (tracestore.columns_dir) until the set's summary is recorded, so the set's analysis
+    columns (storage.columns_dir) until the set's summary is recorded, so the set's analysis
     parses no rank twice."""
     _analyze_pending(sessions, data_dir, trace_id, before, sandbox)
     sweep_columns(sessions, data_dir)  # after every job, those that return early too
@@ -152,10 +152,10 @@ def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
         if row is None or state_of(row) != "pending":
             return
         sha, name, of_set = row.sha256, row.filename, (row.set_size or 1) > 1
-    keep_in = tracestore.columns_dir(data_dir) if of_set else None  # the set reads them back
+    keep_in = storage.columns_dir(data_dir) if of_set else None  # the set reads them back
     before()
     try:
-        fmt, summary = tracestore.analyze_file(tracestore.path_for(data_dir, sha), name, keep_in,
+        fmt, summary = analysis.analyze_file(storage.path_for(data_dir, sha), name, keep_in,
                                                sandbox)
     except Invalid as e:
         mark_failed(sessions, trace_id, e.message, data_dir)
@@ -168,29 +168,43 @@ def _analyze_pending(sessions: SessionFactory, data_dir: Path, trace_id: int,
                 return
             # the run row is locked so two ranks finishing together see each other
             run = runs_repo.lock_run(session, row.run_id)
-            held = runs_repo.traces_of(session, [row.run_id])
+            held = same_group(runs_repo.traces_of(session, [row.run_id]), row)
             ids = [t.id for t in held]
             complete = run is not None and len(held) >= (row.set_size or 1) and all(
                 state_of(t) == "done" for t in held if t.id != trace_id)
             needs_set = complete and len(held) > 1 and (whole is None or whole[0] != ids)
             if not needs_set or attempt == 2:
                 if needs_set:  # the set kept changing under the analysis: this once in the lock
-                    whole = (ids, tracestore.analyze_set(_files(data_dir, held), keep_in,
+                    whole = (ids, analysis.analyze_set(_files(data_dir, held), keep_in,
                                                          sandbox))
-                row.format, row.summary, row.state, row.error = fmt, dict(summary), "done", None
+                repo.mark_done(row, fmt, dict(summary))
                 if complete and run is not None:
-                    run.trace_summary = _run_summary(
-                        run, whole[1] if whole is not None and len(held) > 1 else summary)
+                    _record_set(run, held, _run_summary(
+                        run, whole[1] if whole is not None and len(held) > 1 else summary))
                 return
             files = _files(data_dir, held)
-        whole = (ids, tracestore.analyze_set(files, keep_in, sandbox))  # outside a transaction
+        whole = (ids, analysis.analyze_set(files, keep_in, sandbox))  # outside a transaction
+
+
+def same_group(held: list[TraceFile], row: TraceFile) -> list[TraceFile]:
+    """The run's traces of `row`'s group: the set it completes (rank files of one capture)."""
+    return [t for t in held if (t.trace_group or 0) == (row.trace_group or 0)]
+
+
+def _record_set(run: Run, held: list[TraceFile], summary: dict[str, Any]) -> None:
+    """A complete set's summary: the run's own group's is the run's trace summary; another
+    group's (another phase or capture) is kept on each of its files."""
+    if not (held[0].trace_group or 0):
+        repo.set_run_summary(run, summary)
+        return
+    repo.set_group_summary(held, summary)
 
 
 def sweep_columns(sessions: SessionFactory, data_dir: Path) -> None:
-    """Remove the kept columns (tracestore.columns_dir) that no set being assembled still needs:
+    """Remove the kept columns (storage.columns_dir) that no set being assembled still needs:
     its summary recorded, a rank failed, the run deleted, a job that died after recording. Run
     after each analysis job; a set whose last rank never arrives keeps its columns."""
-    kept = tracestore.kept_columns(data_dir)
+    kept = storage.kept_columns(data_dir)
     if not kept:
         return
     with transaction(sessions) as session:
@@ -208,7 +222,7 @@ def mark_failed(sessions: SessionFactory, trace_id: int, error: str,
     with transaction(sessions) as session:
         row = repo.get(session, trace_id)
         if row is not None and state_of(row) == "pending":
-            row.state, row.error = "failed", error[:1000]
+            repo.mark_failed(row, error)
     if data_dir is not None:
         sweep_columns(sessions, data_dir)
 
@@ -216,7 +230,7 @@ def mark_failed(sessions: SessionFactory, trace_id: int, error: str,
 def attach_file(sessions: SessionFactory, data_dir: Path, run_id: int,
                 path: Path) -> dict[str, Any]:
     """Attach a trace file from disk (seed, local ingest): copied, never moved."""
-    name = tracestore.check_filename(path.name)
+    name = intake.check_filename(path.name)
     tmp_dir = data_dir / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
     tmp = tmp_dir / f"local-{run_id}-{path.name}"
@@ -232,7 +246,7 @@ def download_path(session: Session, data_dir: Path, trace_id: int) -> tuple[Path
     row = repo.get(session, trace_id)
     if row is None:
         raise NotFound(f"trace {trace_id} not found")
-    path = tracestore.path_for(data_dir, row.sha256)
+    path = storage.path_for(data_dir, row.sha256)
     if not path.exists():
         raise NotFound(f"trace {trace_id}: file is missing from storage")
     return path, row.filename
@@ -250,6 +264,6 @@ def timeline(sessions: SessionFactory, data_dir: Path, trace_id: int, steps: int
     if state == "failed":
         raise Invalid(f"trace {trace_id} failed its analysis: {error}", code="bad_trace")
     return {"trace_id": trace_id,
-            **tracestore.timeline_of(data_dir, sha, name, steps, sandbox)}
+            **analysis.timeline_of(data_dir, sha, name, steps, sandbox)}
 
 

@@ -16,12 +16,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import tracestore
 from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..repositories import traces as traces_repo
 from ..schemas import RunIn, StagedTraceRef
+from ..traces import intake, storage
 from . import ingest
 
 STAGED_TTL_S = 24 * 3600
@@ -49,7 +49,7 @@ def stage(data_dir: Path, tmp: Path, name: str, sha: str, size: int) -> tuple[di
     """Keep a received trace file for a batch to name: refused at once if it is not a trace at
     all (422, nothing kept). Returns (what the batch names it by, created)."""
     try:
-        fmt = tracestore.check_file(tmp, name)
+        fmt = intake.check_file(tmp, name)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -66,21 +66,21 @@ def stage(data_dir: Path, tmp: Path, name: str, sha: str, size: int) -> tuple[di
 
 
 def _resolve(data_dir: Path, manifest: list[list[StagedTraceRef]]
-             ) -> list[list[tuple[str, str, int, str]]]:
-    """Each run's staged files as (sha, filename, size, format); Invalid naming the first file
-    that is not staged. Nothing is stored."""
+             ) -> list[list[tuple[str, str, int, str, int, str | None]]]:
+    """Each run's staged files as (sha, filename, size, format, group, phase); Invalid naming
+    the first file that is not staged. Nothing is stored."""
     out = []
     for i, refs in enumerate(manifest):
         files = []
         for j, ref in enumerate(refs):
-            name = tracestore.check_filename(ref.filename)
+            name = intake.check_filename(ref.filename)
             path = _staged_path(data_dir, ref.sha256)
             if not path.is_file():
                 raise Invalid(f"traces[{i}][{j}]: no staged trace with sha256 {ref.sha256} "
                               "(upload it to POST /api/v1/traces/stage first)",
                               f"traces.{i}.{j}.sha256", code="trace_not_staged")
             files.append((ref.sha256, name, path.stat().st_size,
-                          tracestore.check_file(path, name)))
+                          intake.check_file(path, name), ref.group, ref.phase))
         out.append(files)
     return out
 
@@ -90,7 +90,7 @@ def _link_into_storage(data_dir: Path, shas: set[str]) -> list[Path]:
     else a copy); returns the stored paths that did not exist before."""
     made = []
     for sha in sorted(shas):
-        final = tracestore.path_for(data_dir, sha)
+        final = storage.path_for(data_dir, sha)
         if final.exists():
             continue
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -105,11 +105,11 @@ def _link_into_storage(data_dir: Path, shas: set[str]) -> list[Path]:
     return made
 
 
-def _attach(session: Session, ids: list[int], files: list[list[tuple[str, str, int, str]]]
-            ) -> list[int]:
-    """In the batch's transaction: each run's staged files as `pending` trace rows (the set's
-    size is the number named), those the run holds already (same content) left as they are.
-    Returns the ids of the rows added."""
+def _attach(session: Session, ids: list[int],
+            files: list[list[tuple[str, str, int, str, int, str | None]]]) -> list[int]:
+    """In the batch's transaction: each run's staged files as `pending` trace rows (a set's
+    size is the number named in its group), those the run holds already (same content) left as
+    they are. Returns the ids of the rows added."""
     added: list[int] = []
     now = datetime.now(timezone.utc)
     for rid, run_files in zip(ids, files):
@@ -118,12 +118,15 @@ def _attach(session: Session, ids: list[int], files: list[list[tuple[str, str, i
         # the run's row locked (PostgreSQL): two retries of one batch attach each file once
         traces_repo.lock_run(session, rid)
         held = {t.sha256 for t in runs_repo.traces_of(session, [rid])}
-        for sha, name, size, fmt in run_files:
+        sizes: dict[int, int] = {}
+        for f in run_files:
+            sizes[f[4]] = sizes.get(f[4], 0) + 1
+        for sha, name, size, fmt, group, phase in run_files:
             if sha in held:
                 continue
             held.add(sha)
             row = traces_repo.add(session, rid, sha, name, size, fmt, {}, now, state="pending",
-                                  set_size=len(run_files))
+                                  set_size=sizes[group], group=group, phase=phase)
             added.append(row.id)
     return added
 

@@ -1,0 +1,1 @@
+"""Tests of the dashboard: its pages' content and figures, and in headless Chromium."""

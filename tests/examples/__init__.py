@@ -1,0 +1,1 @@
+"""Tests of examples/: the GitHub Actions workflow's steps run as written."""

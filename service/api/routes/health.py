@@ -1,20 +1,20 @@
 """GET /api/v1/health: the database answers and is migrated to this version's head."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from ... import migrate
 from ...errors import Unavailable
 from ...version import VERSION
+from ..deps import SessionDep
 
 router = APIRouter(tags=["meta"])
 
 
 @router.get("/api/v1/health")
-def health(request: Request) -> dict:
+def health(session: SessionDep) -> dict:
     """200 with the revision when migrated; 503 in the one error shape otherwise."""
-    with request.app.state.engine.connect() as con:
-        rev = migrate.revision_of(con)
+    rev = migrate.revision_of(session.connection())
     want = migrate.head()
     if rev != want:
         raise Unavailable(f"the database is at revision {rev or 'none'} and this version needs {want}: "

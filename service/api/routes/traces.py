@@ -7,12 +7,12 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 
-from ... import tracestore
 from ...jobs import tasks
 from ...sandbox import Sandbox
 from ...schemas import StagedTraceOut, TraceOut
+from ...traces import intake
 from ...usecases import traces, uploads
-from ..deps import ERRORS, IngestAccess, ReadAccess, SessionDep, SettingsDep, principal
+from ..deps import ERRORS, IngestAccess, ReadAccess, SessionDep, SessionsDep, SettingsDep, principal
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -24,7 +24,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
                  **ERRORS},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
-async def upload_trace(run_id: Id, request: Request,
+async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
                        filename: Annotated[str | None, Query(max_length=1000)] = None,
                        set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
     """Stream a trace file to content-addressed storage and attach it: `202` with `state`
@@ -34,12 +34,12 @@ async def upload_trace(run_id: Id, request: Request,
     analyzed, the run's summary covers them together. The same file again is the first
     upload (200)."""
     s = request.app.state.settings
-    name = tracestore.check_filename(filename)
-    bench = await run_in_threadpool(traces.check_run, request.app.state.sessions, run_id)
+    name = intake.check_filename(filename)
+    bench = await run_in_threadpool(traces.check_run, sessions, run_id)
     principal(request).check_benchmarks({bench})
-    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes,
+    tmp, sha, size = await intake.receive(request, s.data_dir, s.max_trace_bytes,
                                               request.app.state.upload_pace)
-    out, created = await run_in_threadpool(traces.accept, request.app.state.sessions, s.data_dir,
+    out, created = await run_in_threadpool(traces.accept, sessions, s.data_dir,
                                            run_id, tmp, name, sha, size, set_size)
     if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
         await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
@@ -59,8 +59,8 @@ async def stage_trace(request: Request,
     stored in one transaction. What is not a trace at all is refused here (`413`/`422`,
     nothing kept)."""
     s = request.app.state.settings
-    name = tracestore.check_filename(filename)
-    tmp, sha, size = await tracestore.receive(request, s.data_dir, s.max_trace_bytes,
+    name = intake.check_filename(filename)
+    tmp, sha, size = await intake.receive(request, s.data_dir, s.max_trace_bytes,
                                               request.app.state.upload_pace)
     out, created = await run_in_threadpool(uploads.stage, s.data_dir, tmp, name, sha, size)
     return JSONResponse(out, status_code=201 if created else 200)
@@ -74,10 +74,9 @@ def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
 
 
 @router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=ERRORS)
-async def trace_timeline(trace_id: Id, request: Request,
+async def trace_timeline(trace_id: Id, sessions: SessionsDep, s: SettingsDep,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
     """Per-stream op intervals of a few decode steps (us from the first step's start), parsed
     in the analysis sandbox; a trace whose analysis failed is 422 with its reason."""
-    s = request.app.state.settings
-    return await run_in_threadpool(traces.timeline, request.app.state.sessions, s.data_dir,
+    return await run_in_threadpool(traces.timeline, sessions, s.data_dir,
                                    trace_id, steps, Sandbox.of(s))

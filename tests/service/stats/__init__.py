@@ -1,0 +1,1 @@
+"""Tests of the pure statistics (service/stats/): assess, gate, blocked, history, attribution."""

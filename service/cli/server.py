@@ -8,7 +8,7 @@ import sys
 
 from collectors.errors import EXIT_ERROR, CliError
 
-from .cli_common import redact, settings
+from .common import redact, settings
 
 
 def add_server(sub: argparse._SubParsersAction) -> None:
@@ -58,8 +58,8 @@ def add_server(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .main import create_app
-    from .migrate import current, head, upgrade
+    from ..main import create_app
+    from ..migrate import current, head, upgrade
 
     s = settings()
     s.bind_host = args.host
@@ -74,7 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
                            "`perfwarden db upgrade` (or `serve --migrate`) first")
     if args.seed:
-        from .seed import seed_if_empty
+        from ..seed import seed_if_empty
 
         seed_if_empty(s, args.seed, progress=True)
     jobs = "in this process" if s.in_process_worker else "run `perfwarden worker` beside it"
@@ -96,8 +96,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the durable jobs (trace analysis, alert evaluation, deliveries) until stopped."""
-    from .db import make_engine, session_factory
-    from .jobs import worker
+    from ..db import make_engine, session_factory
+    from ..jobs import worker
 
     s = settings()
     if s.worker_nice and hasattr(os, "nice"):
@@ -113,8 +113,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _writes_open(s) -> str:  # noqa: ANN001 - Settings
-    from .db import make_engine, session_factory, transaction
-    from .usecases import tokens
+    from ..db import make_engine, session_factory, transaction
+    from ..usecases import tokens
 
     if not s.loopback:
         return "closed (not on loopback)"
@@ -130,7 +130,7 @@ def _writes_open(s) -> str:  # noqa: ANN001 - Settings
 def cmd_db(args: argparse.Namespace) -> int:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from . import migrate
+    from .. import migrate
 
     s = settings()
     try:
@@ -148,9 +148,9 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 
 def cmd_tokens(args: argparse.Namespace) -> int:
-    from .db import make_engine, session_factory, transaction
-    from .migrate import upgrade
-    from .usecases import tokens
+    from ..db import make_engine, session_factory, transaction
+    from ..migrate import upgrade
+    from ..usecases import tokens
 
     s = settings()
     if s.is_sqlite:
@@ -179,8 +179,8 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from .migrate import upgrade
-    from .seed import seed
+    from ..migrate import upgrade
+    from ..seed import seed
 
     s = settings()
     upgrade(s.database_url)

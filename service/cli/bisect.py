@@ -8,7 +8,7 @@ import sys
 from collectors.errors import CliError, UsageError
 from collectors.options import thresholds
 
-from .cli_common import EXIT_INCONCLUSIVE, EXIT_PASS, api
+from .common import EXIT_INCONCLUSIVE, EXIT_PASS, api
 
 
 def add_bisect(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def _bisect_plan(args: argparse.Namespace):
     import secrets
     from datetime import datetime, timezone
 
-    from .usecases.bisect import Plan
+    from ..usecases.bisect import Plan
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else list(args.cmd)
     if not cmd:
@@ -51,9 +51,9 @@ def _bisect_plan(args: argparse.Namespace):
 def cmd_bisect(args: argparse.Namespace) -> int:
     """`perfwarden bisect --good REF --bad REF ... -- CMD` (spec/api.md, bisect); with
     `--step` one commit of the `git bisect run` it drives."""
-    from .gate_report import print_gate
-    from .schemas import GateOut
-    from .usecases import bisect as uc
+    from ..gate_report import print_gate
+    from ..schemas import GateOut
+    from ..usecases import bisect as uc
 
     def show(raw: dict) -> None:
         print_gate(GateOut.model_validate(raw))

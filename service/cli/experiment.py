@@ -8,7 +8,7 @@ from pathlib import Path
 
 from collectors.experiment import BASELINE, Judge, Judging, Outcome, block_order, complete
 
-from .cli_common import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
+from .common import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 
 
 class LocalJudge(Judge):
@@ -18,8 +18,8 @@ class LocalJudge(Judge):
     where = "locally"
 
     def __init__(self, workdir: Path, body: dict):
-        from .db import make_engine, session_factory
-        from .migrate import upgrade
+        from ..db import make_engine, session_factory
+        from ..migrate import upgrade
 
         super().__init__(body)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -28,17 +28,17 @@ class LocalJudge(Judge):
         self.sessions = session_factory(make_engine(url))
 
     def flush(self, records: list[dict]) -> None:
-        from .schemas import RunIn
-        from .usecases.ingest import store_runs
+        from ..schemas import RunIn
+        from ..usecases.ingest import store_runs
 
         _, recs = complete(records)  # a stored run is not stored twice (its idempotency key)
         store_runs(self.sessions, [RunIn.model_validate(r) for r in recs])
 
     def verdict(self) -> dict:
-        from .config import Settings
-        from .db import transaction
-        from .schemas import GateIn
-        from .usecases.verdicts import gate
+        from ..config import Settings
+        from ..db import transaction
+        from ..schemas import GateIn
+        from ..usecases.verdicts import gate
 
         with transaction(self.sessions) as session:
             out = gate(session, GateIn.model_validate(self.body), Settings().gate_alpha)
@@ -47,8 +47,8 @@ class LocalJudge(Judge):
 
 def show(outcome: Outcome) -> int:
     """The blocks' order, then the verdict table of `perfwarden gate`."""
-    from .gate_report import print_gate
-    from .schemas import GateOut
+    from ..gate_report import print_gate
+    from ..schemas import GateOut
 
     assert outcome.result is not None  # the full install always has a judge
     order = " ".join("".join("A" if a == BASELINE else "B" for a in block_order(b))

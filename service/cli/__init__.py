@@ -1,8 +1,9 @@
 """`perfwarden`: the collectors' commands (collect, analyze, experiment, ingest; collectors/cli/)
 with the full install's experiment judge passed in, plus the server-side commands, one module
-per group: cli_server.py (serve, worker, db, tokens, seed), cli_judge.py (gate, noise, baseline,
-attribute, comment), cli_bisect.py (bisect), cli_experiment.py (the local judge); cli_common.py
-holds what they share.
+per group: server.py (serve, worker, db, tokens, seed), gate.py (gate), history.py (noise,
+attribute), explain.py (explain), baseline.py (baseline), bisect.py (bisect), comment.py
+(comment), experiment.py (the local judge of `experiment`); common.py holds what they share
+(settings, the `--server` client, exit codes, the local database session).
 
 Server-side imports happen inside each command, so `perfwarden collect ...` runs on a GPU node
 that has only the collectors' dependencies.
@@ -14,11 +15,15 @@ import sys
 
 from collectors.cli import build_parser, dispatch
 
-from .cli_bisect import add_bisect
-from .cli_common import ERROR_CODES, EXIT_BISECT_ABORT
-from .cli_experiment import JUDGING
-from .cli_judge import add_comment, add_judging
-from .cli_server import add_server
+from .baseline import add_baseline
+from .bisect import add_bisect
+from .comment import add_comment
+from .common import ERROR_CODES, EXIT_BISECT_ABORT
+from .experiment import JUDGING
+from .explain import add_explain
+from .gate import add_gate
+from .history import add_history
+from .server import add_server
 
 
 def full_parser() -> argparse.ArgumentParser:
@@ -26,7 +31,10 @@ def full_parser() -> argparse.ArgumentParser:
     docs is generated from this parser)."""
     parser, sub = build_parser(judging=JUDGING)
     add_server(sub)
-    add_judging(sub)
+    add_gate(sub)
+    add_history(sub)
+    add_explain(sub)
+    add_baseline(sub)
     add_bisect(sub)
     add_comment(sub)
     return parser

@@ -21,7 +21,7 @@ EXIT_BISECT_ABORT = 128  # `git bisect run`: stop the bisect (an error of ours, 
 
 def settings():
     """The settings from the environment; a bad PERFWARDEN_* value is one line, exit 2."""
-    from .config import Settings
+    from ..config import Settings
 
     try:
         return Settings()
@@ -79,8 +79,41 @@ def pending_evidence(server: str, run_ids: list[int], call=api) -> str | None:  
     pending = {rid: sum(t.get("state") == "pending" for t in
                         call(server, "GET", f"/api/v1/runs/{rid}").get("traces") or [])
                for rid in run_ids}
-    waiting = {rid: n for rid, n in pending.items() if n}
-    if not waiting:
-        return None
-    return (f"profiler evidence pending: {sum(waiting.values())} trace(s) of run(s) "
-            f"{', '.join(map(str, waiting))} not analyzed yet")
+    from ..usecases.prcomments import pending_note
+
+    return pending_note(pending)
+
+
+def local_session():
+    """A session on the configured database, which must exist and be migrated."""
+    from ..db import make_engine, session_factory
+    from ..migrate import current, head
+
+    s = settings()
+    if s.is_sqlite:
+        path = s.database_url.split("///", 1)[-1]
+        if path and path != ":memory:" and not os.path.exists(path):
+            raise CliError(f"no database at {path}: give --server URL, or set "
+                           "PERFWARDEN_DATABASE_URL")
+    try:
+        rev = current(s.database_url)
+    except Exception as e:  # noqa: BLE001 - unreachable or not a database: one line
+        raise CliError(f"database: {str(e).splitlines()[0]}") from None
+    if rev != head():
+        raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
+                       "`perfwarden db upgrade`")
+    return session_factory(make_engine(s.database_url))
+
+
+def ask(server: str | None, path: str, params: dict, model, local):  # noqa: ANN001
+    """A read from the server when one is given, else the same use case on the local database."""
+    if server:
+        return model.model_validate(api(server, "GET", path, params=params))
+    from ..db import transaction
+    from ..errors import DomainError
+
+    with transaction(local_session()) as session:
+        try:
+            return local(session)
+        except DomainError as e:
+            raise CliError(e.message) from None

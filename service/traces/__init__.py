@@ -1,0 +1,7 @@
+"""The service's trace files, in three parts that import only downwards: storage.py (the
+content-addressed store: where a file of a given SHA-256 lives, committing a received file,
+the kept columns of rank sets, the stored format names), intake.py (an upload: the file name's
+check, the body streamed to disk with its hash under the size limit at the shared pace, the
+magic-byte check before answering) and analysis.py (the analysis runner: THE trace pipeline of
+collectors/traces/pipeline.py in a sandboxed process, rank sets, the timeline cache). intake.py
+and analysis.py import storage.py and not each other; storage.py imports neither."""
