@@ -9,12 +9,13 @@ number of looks the experiment was planned with, `max_pairs - pairs + 1` with --
 else 1; spec/api.md, One experiment one answer, so every later asker judges it at alpha / looks).
 The decision
 whether to add blocks, and the verdict, are the judge's, passed in (a `Judge`): the full install
-judges on a local SQLite database (service/cli_experiment.py), a GPU node asks the server
+judges on a local SQLite database (service/cli/experiment.py), a GPU node asks the server
 (`server_judge`), so the statistics stay in the service. The bookkeeping (the id, `{out}`,
 complete blocks, looks, writing and posting the records) lives here once, for both commands.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
 import subprocess
@@ -51,6 +52,7 @@ class ExperimentConfig:
     timeout_s: float = 3600.0
     quiet: bool = False
     records: list[dict] = field(default_factory=list)
+    arm_seconds: list[float] = field(default_factory=list)  # each arm process's wall time
 
     @property
     def looks(self) -> int:
@@ -63,6 +65,24 @@ def _log(cfg: ExperimentConfig, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
+# Compile caches the arms' processes share (each arm is a fresh process: without a shared cache
+# every one of them compiles its Triton and inductor kernels again); a cache the caller set wins.
+SHARED_CACHES = {"TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor"}
+
+
+def arm_env(workdir: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for var, sub in SHARED_CACHES.items():
+        env.setdefault(var, str(Path(workdir) / "cache" / sub))
+    return env
+
+
+def decoding_seconds(records: list[dict]) -> float:
+    """The seconds an arm's records say were spent in timed decode trials."""
+    return sum(float(t.get("wall_s") or 0.0) for r in records for t in r.get("trials") or []
+               if isinstance(t, dict))
+
+
 def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
     out = Path(cfg.workdir) / f"b{block:03d}-{arm}.json"
     template = cfg.baseline_cmd if arm == BASELINE else cfg.candidate_cmd
@@ -72,10 +92,12 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
     with open(log, "wb") as f:
         try:
             r = subprocess.run(cmd, shell=True, stdout=f, stderr=subprocess.STDOUT,
-                               timeout=cfg.timeout_s)
+                               timeout=cfg.timeout_s, env=arm_env(cfg.workdir))
         except subprocess.TimeoutExpired:
             raise CliError(f"block {block}, {arm} arm: the command ran past {cfg.timeout_s:g} s "
                            f"and was stopped; log: {log}") from None
+    wall = time.monotonic() - started
+    cfg.arm_seconds.append(wall)
     if r.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
         raise CliError(f"block {block}, {arm} arm: the command exited {r.returncode} "
@@ -97,8 +119,10 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
         rec["label"] = f"{cfg.label or cfg.exp_id}-{arm}"
         rec.pop("trace_files", None)
         with_key(rec)
-    _log(cfg, f"  block {block} {arm}: {len(records)} record(s) in "
-              f"{time.monotonic() - started:.1f} s")
+    decoding = decoding_seconds(records)
+    _log(cfg, f"  block {block} {arm}: {len(records)} record(s) in {wall:.1f} s, "
+              f"{decoding:.2f} s of it decoding ({100 * decoding / wall:.0f}%; the rest is "
+              f"start-up)")
     return records
 
 
@@ -128,6 +152,8 @@ def run_experiment(cfg: ExperimentConfig,
         block += 1
         if should_stop is not None and block >= cfg.pairs and should_stop(cfg.records, block):
             break
+    _log(cfg, f"experiment {cfg.exp_id}: {block} block(s), arm processes "
+              f"{sum(cfg.arm_seconds):.1f} s in all")
     return cfg.records
 
 

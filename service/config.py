@@ -19,7 +19,7 @@ class Settings(BaseSettings):
     max_batch_bytes: int = Field(64 << 20, gt=0, description="run batch size limit")
     max_trace_bytes: int = Field(2 << 30, gt=0, description="trace upload size limit")
     # trace uploads into one API process share this many MB/s (0: unpaced), so a rank set
-    # arriving on loopback does not take the CPU that gate requests need (tracestore.Pace)
+    # arriving on loopback does not take the CPU that gate requests need (traces/intake.Pace)
     upload_mb_s: float = Field(100.0, ge=0)
     # reads need a token when on (1/on/true), never when off (0/off/false); unset: they need one
     # exactly when the server listens beyond loopback (`serve --host 0.0.0.0`)
@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     bot_baseline: str | None = None  # post PR comments by itself against this baseline
     dashboard_url: str | None = None
+    # the URL clients reach this server at (`--server` of the alerts' bisect line); unset: the
+    # dashboard's URL (the server serves the dashboard at its root)
+    public_url: str | None = None
     gate_alpha: float = Field(0.05, gt=0, lt=1)
     alert_webhook: SecretStr | None = None  # POST each new alert here as JSON (spec: Alerts)
     alert_github_repo: str | None = None  # OWNER/NAME: one GitHub issue per alert

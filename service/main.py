@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import tracestore
 from .config import Settings
 from .db import make_engine, session_factory
 from .errors import (
@@ -27,6 +26,7 @@ from .errors import (
     Unavailable,
     from_validation,
 )
+from .traces import intake
 from .version import VERSION
 
 log = logging.getLogger("perfwarden")
@@ -95,6 +95,7 @@ def _routers(app: FastAPI) -> None:
         baselines,
         benchmarks,
         experiments,
+        explain,
         gate,
         health,
         history,
@@ -108,6 +109,7 @@ def _routers(app: FastAPI) -> None:
     app.include_router(gate.router)
     app.include_router(experiments.router)
     app.include_router(attribution.router)
+    app.include_router(explain.router)
     app.include_router(history.router)
     app.include_router(benchmarks.router)
     app.include_router(alerts.router)
@@ -131,7 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from .jobs import open_queue
 
     app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
-    app.state.upload_pace = tracestore.Pace(settings.upload_mb_s * 1e6 or None)
+    app.state.upload_pace = intake.Pace(settings.upload_mb_s * 1e6 or None)
 
     from .api.guard import Guard
 

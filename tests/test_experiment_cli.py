@@ -43,6 +43,17 @@ def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
     assert orders(json.loads(out.read_text())) == ["AB", "BA", "BA", "AB"]
 
 
+def test_the_cpu_presets_three_extra_passes_are_a_regression(tmp_path):
+    """The CPU preset decides the experiment bar's candidate (three more shared-expert passes a
+    layer, 2.2x slower on two cores, data/cpu_preset/) at its threshold, in 4 pairs."""
+    preset = (f"{sys.executable} -m collectors collect decode --preset cpu --quiet --out {{out}}")
+    r = run("experiment", "--baseline-cmd", preset, "--candidate-cmd", preset + " --extra-work 3",
+            "--id", "cpu-preset", "--out", str(tmp_path / "p.json"), *COMMON, timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL" in r.stdout.split("verdict:")[1].split("\n")[0]
+    assert "cpu_tok_s" in r.stdout and "regression" in r.stdout
+
+
 def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     script = tmp_path / "arm.py"
     script.write_text(

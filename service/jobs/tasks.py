@@ -74,12 +74,29 @@ def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
     traces.analyze_pending(ctx.sessions, ctx.settings.data_dir, int(args["trace_id"]),
                            before=lambda: pause_point("trace:analyze"),
                            sandbox=Sandbox.of(ctx.settings))
+    _recomment(ctx, int(args["trace_id"]))
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
     from ..usecases import traces
 
     traces.mark_failed(ctx.sessions, int(args["trace_id"]), error, ctx.settings.data_dir)
+    _recomment(ctx, int(args["trace_id"]))
+
+
+def _recomment(ctx: Context, trace_id: int) -> None:
+    """A PR comment already posted for the trace's run said its evidence was pending: its job
+    renders it again (a trace that failed is no longer pending either)."""
+    s = ctx.settings
+    if not (s.github_token and s.bot_baseline):
+        return
+    from ..db import transaction
+    from ..usecases.prcomments import run_to_recomment
+
+    with transaction(ctx.sessions) as session:
+        run_id = run_to_recomment(session, trace_id, s.bot_baseline)
+    if run_id is not None:
+        enqueue_pr_comment(ctx.queue, run_id)
 
 
 # --- alerts --------------------------------------------------------------------------------
@@ -109,6 +126,24 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
         enqueue_summaries(ctx.queue, name, [], summary_wait_s(name))
 
 
+def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
+    """A full re-evaluation (usecases/evaluations): series by series, its progress in its row;
+    each series' new alerts go out at once; then undelivered notifications are queued again."""
+    from ..usecases import evaluations
+
+    evaluations.run(ctx.sessions, int(args["evaluation"]),
+                    on_new=lambda ids: enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings,
+                                                          ids),
+                    after_series=lambda: pause_point("alerts:reevaluate"))
+    enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings)
+
+
+def _reevaluation_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
+    from ..usecases import evaluations
+
+    evaluations.fail(ctx.sessions, int(args["evaluation"]), error)
+
+
 def summary_wait_s(benchmark: str) -> float:
     """How long the refresh queued after an evaluation waits (SUMMARY_PACE)."""
     took, end = _refreshed.get(benchmark, (0.0, 0.0))
@@ -124,12 +159,14 @@ def _summarize(ctx: Context, args: dict[str, Any]) -> None:
 
     name, labels = str(args["benchmark"]), [str(x) for x in args.get("labels") or []]
     t0 = time.perf_counter()
-    with transaction(ctx.sessions) as session:
+    with transaction(ctx.sessions) as session:  # the fits: reads only, no write lock held
         try:
-            summaries.refresh(session, name, labels)
+            done = summaries.compute(session, name, labels)
         except DomainError as e:  # the benchmark went away meanwhile
             log.warning("summaries of %r skipped: %s", args["benchmark"], e.message)
             return
+    with transaction(ctx.sessions) as session:
+        summaries.store(session, done)
     if not labels:
         _refreshed[name] = (time.perf_counter() - t0, time.monotonic())
 
@@ -164,6 +201,8 @@ KINDS: dict[str, Kind] = {
     "analyze_trace": Kind(_analyze_trace, _attempts, _backoff, give_up=_trace_failed,
                           lane="trace"),
     "evaluate_alerts": Kind(_evaluate_alerts, _attempts, _backoff),
+    "reevaluate_alerts": Kind(_reevaluate_alerts, _attempts, _backoff,
+                              give_up=_reevaluation_failed),
     "summarize": Kind(_summarize, _attempts, _backoff),
     # the webhook keeps its own retry settings (PERFWARDEN_ALERT_RETRIES, _ALERT_BACKOFF_S)
     "webhook": Kind(_webhook, lambda s: s.alert_retries, lambda s: s.alert_backoff_s),
@@ -182,6 +221,12 @@ def enqueue_evaluation(queue: Any, benchmarks: dict[str, list[int]]) -> None:
     for name, run_ids in benchmarks.items():
         queue.enqueue("evaluate_alerts", {"benchmark": name, "run_ids": run_ids[:1000]},
                       coalesce=f"evaluate:{name}")
+
+
+def enqueue_reevaluation(queue: Any, evaluation_id: int) -> None:
+    """The job of a full re-evaluation (POST /api/v1/alerts/evaluate)."""
+    queue.enqueue("reevaluate_alerts", {"evaluation": evaluation_id},
+                  coalesce=f"reevaluate:{evaluation_id}")
 
 
 def enqueue_summaries(queue: Any, benchmark: str, labels: list[str], after_s: float = 0.0) -> None:

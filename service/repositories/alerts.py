@@ -57,3 +57,25 @@ def bisect_commands(session: Session, ids: set[int]) -> dict[int, str | None]:
         return {}
     return dict(session.execute(select(Benchmark.id, Benchmark.bisect_command)
                                 .where(Benchmark.id.in_(ids))).all())
+
+
+def set_state(alert: Alert, state: str) -> None:
+    """A person moved the alert to `state` (open, acknowledged, resolved), now."""
+    alert.state = state
+    alert.updated_at = datetime.now(timezone.utc)
+
+
+def record_webhook(alert: Alert, err: str | None) -> None:
+    """One webhook attempt of the alert: delivered now when `err` is None, else its error."""
+    alert.webhook_attempts += 1
+    if err is None:
+        alert.webhook_delivered_at = datetime.now(timezone.utc)
+    alert.notify_error = err
+
+
+def record_issue(alert: Alert, issue: int | None, err: str | None) -> None:
+    """The alert's GitHub issue number (when one was opened or found), or the error of trying;
+    an earlier error stays when this attempt has none."""
+    if issue:
+        alert.github_issue = issue
+    alert.notify_error = err[:1000] if err else alert.notify_error

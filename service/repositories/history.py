@@ -165,10 +165,6 @@ def take_series_pending(session: Session, bench_id: int, series_ids: list[int]) 
                                   .returning(PendingEvaluation.run_id)))
 
 
-def clear_pending(session: Session, bench_id: int) -> None:
-    session.execute(delete(PendingEvaluation).where(PendingEvaluation.benchmark_id == bench_id))
-
-
 def new_history_rows(session: Session, bench_id: int, run_ids: list[int], metrics: list[str],
                      branch: str) -> list:
     """Of `run_ids`, the runs in `branch`'s history: id, series, time, body hash, metric, mean."""

@@ -13,7 +13,8 @@ class FactorOut(BaseModel):
     key: str
     levels: list[Any]
     effect: float
-    p_value: float | None
+    p_value: float | None = Field(description="the key's F-test p-value, uncorrected")
+    p_corrected: float | None = Field(None, description="p-value Holm-corrected across the keys")
     explains: float = Field(description="share of the outcome's variation, 0..1")
     level_values: dict[str, float]
 

@@ -12,9 +12,12 @@ CUDA graphs, ...) and one outcome per run. Pure: rows in, dataclasses out.
   differ has share 0, not 1/n. A run of fewer than 2 repeats has no share.
 - a single-trial run has no trial spread: its CV is missing (None) and it drops out of the
   spread model, never entering it as 0.
+- several keys are tested at once: each key's p-value is corrected across the keys of the model
+  (Holm, statsmodels' multipletests), and a key counts as significant on its corrected p.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
@@ -24,6 +27,7 @@ from typing import Any
 import pandas as pd
 import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.multitest import multipletests
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class Factor:
     p_value: float | None
     explains: float  # share of the outcome's variation, 0..1
     level_values: dict[str, float]
+    p_corrected: float | None = None  # Holm-corrected across the keys of one model
 
 
 def factor_keys(rows: Sequence[RunFacts]) -> list[str]:
@@ -123,7 +128,17 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
         name = "/".join([k] + confounded_with(rows, k))
         out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
                           None if p is None or math.isnan(p) else float(p), shares[k][0], values))
-    return sorted(out, key=lambda f: -f.explains)
+    return sorted(holm(out), key=lambda f: -f.explains)
+
+
+def holm(factors: list[Factor]) -> list[Factor]:
+    """Each factor with its p-value corrected across the factors that have one (Holm)."""
+    tested = [f for f in factors if f.p_value is not None]
+    if not tested:
+        return factors
+    corrected = multipletests([f.p_value for f in tested], method="holm")[1]
+    by_key = {f.key: float(p) for f, p in zip(tested, corrected, strict=True)}
+    return [dataclasses.replace(f, p_corrected=by_key.get(f.key)) for f in factors]
 
 
 def identical_share(r: RunFacts) -> float | None:
@@ -136,33 +151,35 @@ def identical_share(r: RunFacts) -> float | None:
 
 def finding(outcome: str, factors: Sequence[Factor], metric: str = "tok_s",
             alpha: float = 0.05) -> str:
-    """One plain sentence: what follows which key, and which keys explain nothing."""
+    """One plain sentence: what follows which key, and which keys explain nothing (p: Holm-
+    corrected across the keys)."""
     if not factors:
         return "the runs do not differ in any config key"
     what, verb = {"mean": (f"{metric} run means", "follow"),
                   "spread": (f"{metric} trial spread", "follows"),
                   "determinism": ("non-identical repeats", "follow")}[outcome]
-    top = [f for f in factors if f.p_value is not None and f.p_value < alpha]
+    top = [f for f in factors if f.p_corrected is not None and f.p_corrected < alpha]
     none = [f for f in factors if f not in top]
     if all(f.p_value is None for f in factors):
         return (f"the runs leave no room for a test of the {what} (as many groups as runs): "
                 + ", ".join(f"{f.key} explains {100 * f.explains:.0f}%" for f in factors))
     if not top:
-        return f"no config key explains the {what} (none significant at {alpha})"
+        return (f"no config key explains the {what} (none significant at {alpha} after Holm's "
+                "correction across keys)")
     lead = top[0]
     if outcome == "determinism":
         worst = min(lead.level_values.items(), key=lambda kv: kv[1])
         head = (f"non-identical repeats follow {lead.key} (explains {100 * lead.explains:.0f}%, "
-                f"p={lead.p_value:.2g}; least identical at {lead.key}={worst[0]}: "
+                f"p={lead.p_corrected:.2g}; least identical at {lead.key}={worst[0]}: "
                 f"{100 * worst[1]:.0f}% of repeats)")
     else:
         head = (f"the {what} {verb} {lead.key} (explains {100 * lead.explains:.0f}%, "
-                f"p={lead.p_value:.2g}, level means differ by {lead.effect:.1f}"
+                f"p={lead.p_corrected:.2g}, level means differ by {lead.effect:.1f}"
                 f"{'%' if outcome == 'mean' else ' CV points'})")
     rest = [f"{f.key} ({100 * f.explains:.0f}%)" for f in top[1:]]
     tail = f"; also {', '.join(rest)}" if rest else ""
     quiet = "; " + ", ".join(f"{f.key} explains {100 * f.explains:.0f}% (p="
-                             f"{'-' if f.p_value is None else format(f.p_value, '.2g')})"
+                             f"{'-' if f.p_corrected is None else format(f.p_corrected, '.2g')})"
                              for f in none) if none else ""
     return head + tail + quiet
 

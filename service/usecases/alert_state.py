@@ -25,6 +25,7 @@ from ..db import Session
 from ..repositories import alerts as alerts_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
+from ..repositories import series as series_repo
 from ..stats import history as hstats
 from . import comparisons, history
 
@@ -44,15 +45,10 @@ def direction(metric: str) -> str:
 
 
 def evaluate(session: Session, bench: history.BenchmarkRow, metrics: list[str]) -> list[int]:
-    """The full recompute: every default-branch series of the benchmark from its history; the
-    states are rebuilt and the runs waiting for evaluation are covered."""
-    hist_repo.clear_pending(session, bench.id)
-    new: list[int] = []
-    for metric in metrics:
-        for s in history.series_runs(session, bench, metric, limit=None):
-            window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
-            new += judge(session, bench, metric, s["series_id"], window, 0, None, len(window))
-    return new
+    """The full recompute in one transaction (seeding, the local judge): every series of the
+    benchmark as a re-evaluation job judges it (reevaluate_series)."""
+    return [a for s in series_repo.series_of_benchmark(session, bench.id)
+            for a in reevaluate_series(session, bench, s.id, metrics)[0]]
 
 
 class Pass(NamedTuple):
@@ -130,11 +126,35 @@ def _fresh_runs(session: Session, bench_id: int, run_ids: list[int], metrics: li
 def rebuild(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int
             ) -> list[int]:
     """The state of one series from its history (the full recompute), with its alerts."""
+    return _from_history(session, bench, metric, series_id)[0]
+
+
+def _from_history(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int
+                  ) -> tuple[list[int], int]:
+    """One series and metric judged from its whole history (read in pages), its state rebuilt:
+    the new alerts and the runs judged."""
     new: list[int] = []
+    runs = 0
     for s in history.series_runs(session, bench, metric, series_id=series_id, limit=None):
         window = [[r["id"], _epoch(r["started_at"]), r["mean"]] for r in s["runs"]]
+        runs += len(window)
         new += judge(session, bench, metric, series_id, window, 0, None, len(window))
-    return new
+    return new, runs
+
+
+def reevaluate_series(session: Session, bench: history.BenchmarkRow, series_id: int,
+                      metrics: list[str]) -> tuple[list[int], int]:
+    """The full recompute of one series (a re-evaluation job's step): its runs waiting in the
+    inbox taken off it, every watched metric judged from the whole history (read in pages) and
+    its state rebuilt; the new alerts and the runs judged (those of its longest metric)."""
+    taken = hist_repo.take_series_pending(session, bench.id, [series_id])
+    names = comparisons.watched_metrics(runs_repo.metric_names(session, taken)) if taken else []
+    new: list[int] = []
+    runs = 0
+    for metric in sorted(set(metrics) | set(names)):
+        found, judged = _from_history(session, bench, metric, series_id)
+        new, runs = new + found, max(runs, judged)
+    return new, runs
 
 
 def judge(session: Session, bench: history.BenchmarkRow, metric: str, series_id: int,

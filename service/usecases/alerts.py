@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import shlex
-from datetime import datetime, timezone
 from typing import Any
 
 from ..config import Settings
@@ -56,46 +55,81 @@ def evaluate_benchmark(session: Session, bench_name: str) -> alert_state.Pass:
     return alert_state.evaluate_new(session, history.get_benchmark(session, bench_name))
 
 
-def to_out(session: Session, alerts: list[Any], settings: Settings | None = None
-           ) -> list[dict[str, Any]]:
+def server_url(settings: Settings | None, request_url: str | None = None) -> str:
+    """The server's public URL: PERFWARDEN_PUBLIC_URL, else the dashboard's URL, else the URL
+    the request came to (a listing through the API); "" when none is known (a delivery job)."""
+    for url in ((settings.public_url, settings.dashboard_url) if settings else ()) + (request_url,):
+        if url:
+            return url.rstrip("/")
+    return ""
+
+
+def to_out(session: Session, alerts: list[Any], settings: Settings | None = None,
+           request_url: str | None = None) -> list[dict[str, Any]]:
     series = series_repo.series_rows(session, {a.series_id for a in alerts})
     names = repo.benchmark_names(session, {a.benchmark_id for a in alerts})
     commands = repo.bisect_commands(session, {a.benchmark_id for a in alerts})
     base = ((settings.dashboard_url if settings else None) or "").rstrip("/")
+    server = server_url(settings, request_url)
     out = []
     for a in alerts:
         s = series.get(a.series_id)
         config = s.config if s else {}
         label = series_label({**config, "gpu": s.gpu, "gpu_count": s.gpu_count}) if s else \
             str(a.series_id)
+        bisect, why = bisect_line(names.get(a.benchmark_id, ""), a, server,
+                                  commands.get(a.benchmark_id))
         out.append({
             "id": a.id, "benchmark": names.get(a.benchmark_id, ""), "series_id": a.series_id,
             "series": label, "config": config,
             "metric": a.metric, "branch": a.branch, "state": a.state, "run_id": a.run_id,
             "good_run_id": a.good_run_id, "commit": a.commit, "good_commit": a.good_commit,
+            "last_good": last_good(a), "first_bad": first_bad(a),
             "before": a.before, "after": a.after, "delta_pct": a.delta_pct,
             "created_at": runs_repo.utc(a.created_at), "updated_at": runs_repo.utc(a.updated_at),
-            "url": f"{base}/alerts#alert-{a.id}",
-            "bisect": bisect_line(names.get(a.benchmark_id, ""), a, base,
-                                  commands.get(a.benchmark_id)),
+            "url": f"{base or server}/alerts#alert-{a.id}",
+            "bisect": bisect, "bisect_note": why,
             "webhook_delivered_at": runs_repo.utc(a.webhook_delivered_at),
             "github_issue": a.github_issue, "notify_error": a.notify_error})
     return out
 
 
-def bisect_line(bench: str, a: Any, server: str, command: str | None = None) -> str | None:
+def last_good(a: Any) -> str:
+    """The last good run and its commit, or plainly why one is unknown."""
+    if a.good_run_id is None:
+        return "unknown: the change starts at the first run of the history"
+    if not a.good_commit:
+        return f"run {a.good_run_id} (its record names no commit)"
+    return f"run {a.good_run_id} at commit {a.good_commit}"
+
+
+def first_bad(a: Any) -> str:
+    return f"run {a.run_id} at commit {a.commit}" if a.commit else \
+        f"run {a.run_id} (its record names no commit)"
+
+
+def bisect_line(bench: str, a: Any, server: str, command: str | None = None
+                ) -> tuple[str | None, str | None]:
     """The `perfwarden bisect` line that finds the commit between the last good and first bad
-    run (spec/api.md, bisect), with the benchmark's `bisect_command` after `--` (None when
-    the runs carry no commits)."""
-    if not a.commit or not a.good_commit or a.commit == a.good_commit:
-        return None
-    return (f"perfwarden bisect --good {a.good_commit} --bad {a.commit} --benchmark "
-            f"{shlex.quote(bench)} --server {server or 'URL'} --metric {a.metric} -- "
-            f"{command or '<collect command>'}")
+    run (spec/api.md, bisect), with the benchmark's `bisect_command` after `--`; or None and
+    why there is none (a run without a commit, one commit for both, no public URL known)."""
+    if not a.commit or not a.good_commit:
+        return None, (f"no bisect line: {'the last good' if a.commit else 'the first bad'} "
+                      "run's record names no commit; bisect between the runs by hand")
+    if a.commit == a.good_commit:
+        return None, "no bisect line: the last good and first bad runs have one commit"
+    if not server:
+        return None, ("no bisect line: the server's public URL is not set "
+                      "(PERFWARDEN_PUBLIC_URL)")
+    return (f"perfwarden bisect --good {shlex.quote(a.good_commit)} --bad "
+            f"{shlex.quote(a.commit)} --benchmark "
+            f"{shlex.quote(bench)} --server {shlex.quote(server)} --metric "
+            f"{shlex.quote(a.metric)} -- {command or '<collect command>'}"), None
 
 
 def list_alerts(session: Session, benchmark: str | None, state: str | None,
-                settings: Settings | None = None) -> dict[str, Any]:
+                settings: Settings | None = None, request_url: str | None = None
+                ) -> dict[str, Any]:
     if state and state not in STATES:
         raise Invalid(f"state must be one of {', '.join(STATES)}, not {state!r}", "state")
     bench_id = None
@@ -104,7 +138,7 @@ def list_alerts(session: Session, benchmark: str | None, state: str | None,
         if bench_id is None:
             raise NotFound(f"benchmark {benchmark!r} not found", "benchmark")
     rows, count = repo.list_alerts(session, bench_id, state)
-    return {"alerts": to_out(session, rows, settings), "count": count}
+    return {"alerts": to_out(session, rows, settings, request_url), "count": count}
 
 
 def set_state(session: Session, alert_id: int, state: str, settings: Settings | None = None
@@ -114,8 +148,7 @@ def set_state(session: Session, alert_id: int, state: str, settings: Settings | 
     a = repo.get(session, alert_id)
     if a is None:
         raise NotFound(f"alert {alert_id} not found", "alert_id")
-    a.state = state
-    a.updated_at = datetime.now(timezone.utc)
+    repo.set_state(a, state)
     session.flush()
     return to_out(session, [a], settings)[0]
 
@@ -142,16 +175,15 @@ def open_issue(settings: Settings, out: dict[str, Any]) -> int:
     token = settings.github_token.get_secret_value() if settings.github_token else ""
     title = " ".join(f"perfwarden: {out['metric']} {out['delta_pct']:+.2f}% on {out['benchmark']} "
                      f"({out['series']})".split())  # one line
-    rng = (f"{md(out['good_commit'], code=True)}..{md(out['commit'], code=True)}"
-           if out["good_commit"] and out["commit"]
-           else f"runs {out['good_run_id']}..{out['run_id']}")
     lines = [marker(out), f"**{md(out['metric'])}** moved {out['delta_pct']:+.2f}% on the "
              f"{md(out['branch'], code=True)} history of **{md(out['benchmark'])}** "
              f"({md(out['series'])}): {out['before']:,.4g} -> {out['after']:,.4g}.", "",
-             f"- last good run {out['good_run_id']}, first bad run {out['run_id']}: {rng}",
+             f"- last good: {md(out['last_good'])}", f"- first bad: {md(out['first_bad'])}",
              f"- alert: {out['url']}"]
     if out["bisect"]:
         lines += ["", "Find the commit:", "", md(out["bisect"], block=True)]
+    elif out["bisect_note"]:
+        lines += ["", md(out["bisect_note"])]
     assert settings.alert_github_repo is not None
     with GitHub(token, settings.github_api_url) as g:
         issue, _ = g.ensure_issue(settings.alert_github_repo, marker(out), title, "\n".join(lines))

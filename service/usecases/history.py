@@ -25,7 +25,7 @@ ALL_BRANCHES = "*"  # the dashboard's "every branch and PR" filter
 
 
 class BenchmarkRow(Protocol):
-    """What the use cases read and set of a stored benchmark."""
+    """What the use cases read of a stored benchmark."""
 
     id: int
     name: str
@@ -54,11 +54,8 @@ def patch_benchmark(session: Session, name: str, default_branch: str | None,
     """`PATCH /api/v1/benchmarks/{name}`: its default branch and the command its alerts'
     `perfwarden bisect` line runs ("" clears it)."""
     bench = get_benchmark(session, name)
-    if default_branch is not None:
-        bench.default_branch = default_branch
-    if bisect_command is not None:
-        bench.bisect_command = bisect_command.strip() or None
-    session.flush()
+    runs_repo.set_benchmark(session, bench.id, default_branch,
+                            None if bisect_command is None else bisect_command.strip())
     return bench
 
 

@@ -88,7 +88,7 @@ def test_perfwarden_passes_its_judge_into_the_collectors_experiment_command(monk
     parser re-bound after the fact: both parsers reach the same function."""
     import collectors.cli.experiment as node
     import service.cli as pw
-    from service.cli_experiment import JUDGING
+    from service.cli.experiment import JUDGING
 
     seen = []
     monkeypatch.setattr(node, "cmd_experiment", lambda args, judging: seen.append(judging) or 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import statistics
 import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,6 +95,17 @@ def _app(settings: Settings, receiver: Receiver, **over):
     return create_app(s), functools.partial(TestClient, **LOCAL)
 
 
+def reevaluate(c, app, **params) -> dict:
+    """A full re-evaluation through the API: 202 with the pending job, then, the queue drained,
+    the evaluation done."""
+    r = c.post("/api/v1/alerts/evaluate", params=params)
+    assert r.status_code == 202 and r.json()["state"] == "pending", r.text
+    drain_jobs(app)
+    ev = c.get(f"/api/v1/alerts/evaluations/{r.json()['id']}").json()
+    assert ev["state"] == "done", ev
+    return ev
+
+
 def history(series: int = SERIES, runs: int = RUNS, step_series: int = STEP_SERIES,
             step_at: int = STEP_AT, step_pct: float = -3.0) -> list[dict]:
     """Runs in time order: each series' tok/s around its own level (1k..15k tok/s) with 0.1%
@@ -157,11 +169,11 @@ def test_planted_step_raises_one_alert_once(settings, receiver):
         assert r.status_code == 200 and r.json()["bisect_command"] == cmd, r.text
         assert c.get("/api/v1/alerts").json()["alerts"][0]["bisect"].endswith(f" -- {cmd}")
         # re-evaluating history, and more runs of the same series, add no alert and send nothing
-        assert c.post("/api/v1/alerts/evaluate").json() == {"new": []}
+        assert reevaluate(c, app)["new"] == []
         more = history(runs=RUNS + 3)[RUNS * SERIES:]
         assert c.post("/api/v1/runs/batch", json={"runs": more}).status_code == 201
         drain_jobs(app)
-        assert c.post("/api/v1/alerts/evaluate", params={"benchmark": "moe-decode-30"}).json() == {"new": []}
+        assert reevaluate(c, app, benchmark="moe-decode-30")["new"] == []
         assert c.get("/api/v1/alerts").json()["count"] == 1
         assert receiver.webhook_calls == 1 and len(receiver.issues) == 1
         # state changes
@@ -220,8 +232,7 @@ def test_webhook_down_keeps_the_error_without_the_url(settings, caplog):
             assert alert["notify_error"] == "webhook answered 503"
             assert rec.webhook_calls == 3
             # the next evaluation tries again
-            c.post("/api/v1/alerts/evaluate")
-            drain_jobs(app)
+            reevaluate(c, app)
             assert rec.webhook_calls == 6
         app.state.engine.dispose()
     finally:
@@ -230,8 +241,8 @@ def test_webhook_down_keeps_the_error_without_the_url(settings, caplog):
 
 
 def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(client):
-    """The matrix shows the baseline's cells by default (never a newer PR run), and a label's
-    newest runs with their change against the baseline's cells."""
+    """The matrix shows the newest default-branch run of each cell by default (never a newer
+    PR run), and a label's newest runs, each with its change against the baseline's cells."""
     from service.db import transaction
     from service.usecases import pages
 
@@ -252,7 +263,11 @@ def test_matrix_cells_are_the_baselines_and_a_label_is_colored_against_them(clie
     with transaction(sessions) as s:
         cells, name = pages.matrix_cells(s, "moe-decode-30", None)
         assert name == "v17" and len(cells) == 2
-        assert all(c["from_baseline"] and c["change_pct"] is None for c in cells)
+        newest = {r["config"]["batch_size"]: r for r in base}  # each series' last run
+        assert all(c["in_baseline"] and abs(c["change_pct"]) < 1.0 for c in cells)
+        for c in cells:
+            assert c["mean"] == pytest.approx(statistics.fmean(
+                newest[c["batch_size"]]["metrics"]["tok_s"]["samples"]))
         cells, _ = pages.matrix_cells(s, "moe-decode-30", "pr-9")
     by_m = {c["batch_size"]: c for c in cells}
     assert by_m[2]["change_pct"] == pytest.approx(-4.0, abs=0.3)
@@ -284,7 +299,7 @@ def test_staircase_raises_one_alert_once_the_steps_add_up(settings, receiver):
     app, TC = _app(settings, receiver, alert_webhook=None, alert_github_repo=None)
     with TC(app) as c:
         ids = [c.post("/api/v1/runs", json=r).json()["id"] for r in staircase("latency_s", "lower", 0.4)]
-        c.post("/api/v1/alerts/evaluate")
+        reevaluate(c, app)
         a = c.get("/api/v1/alerts", params={"benchmark": "stairs"}).json()
         assert a["count"] == 1, a
         alert = a["alerts"][0]
@@ -365,7 +380,7 @@ def test_a_regression_after_a_fix_raises_a_second_alert(settings, receiver, incr
                 drain_jobs(app)
         else:
             ids = c.post("/api/v1/runs/batch", json={"runs": recs}).json()["ids"]
-            assert c.post("/api/v1/alerts/evaluate").status_code == 200
+            assert reevaluate(c, app)["progress"]["runs"] == len(recs)
         a = c.get("/api/v1/alerts", params={"benchmark": "fix"}).json()
         assert sorted(x["run_id"] for x in a["alerts"]) == [ids[20], ids[60]], a
         assert all(x["delta_pct"] == pytest.approx(-3.0, abs=0.1) for x in a["alerts"])
@@ -383,10 +398,59 @@ def test_a_blip_does_not_mask_the_step_after_it(settings, receiver):
     with TC(app) as c:
         ids = c.post("/api/v1/runs/batch", json={"runs": leveled(
             "blip", [(100, 20), (95, 2), (100, 20), (97, 20)])}).json()["ids"]
-        assert c.post("/api/v1/alerts/evaluate").status_code == 200
+        reevaluate(c, app)
         a = c.get("/api/v1/alerts", params={"benchmark": "blip"}).json()
         assert [x["run_id"] for x in a["alerts"]] == [ids[42]], a
         assert a["alerts"][0]["delta_pct"] == pytest.approx(-3.0, abs=0.1)
         cuts = c.get("/api/v1/changepoints", params={"benchmark": "blip"}).json()
         assert [x["run_id"] for x in cuts["series"][0]["change_points"]] == [ids[42]]
+    app.state.engine.dispose()
+
+
+def test_the_bisect_line_names_the_servers_public_url(settings, receiver):
+    """PERFWARDEN_PUBLIC_URL is the bisect line's `--server` (before the dashboard's URL); with
+    neither set, a listing names the URL it was asked at, and the GitHub issue, written by a
+    job that knows none, says there is no line and which setting gives it: never a
+    placeholder."""
+    recs = leveled("pub", [(100, 20), (96, 20)])
+    app, TC = _app(settings, receiver, alert_webhook=None, public_url="https://perf.example/")
+    with TC(app) as c:
+        c.post("/api/v1/runs/batch", json={"runs": recs})
+        drain_jobs(app)
+        a = c.get("/api/v1/alerts").json()["alerts"][0]
+        assert " --server https://perf.example --metric tok_s " in a["bisect"], a["bisect"]
+        assert a["bisect_note"] is None
+        assert "--server https://perf.example" in receiver.issues[0]["body"]
+    app.state.engine.dispose()
+    receiver.issues.clear()
+    app, TC = _app(settings, receiver, alert_webhook=None, dashboard_url=None)
+    with TC(app) as c:
+        more = leveled("pub2", [(100, 20), (96, 20)])
+        c.post("/api/v1/runs/batch", json={"runs": more})
+        drain_jobs(app)
+        a = c.get("/api/v1/alerts", params={"benchmark": "pub2"}).json()["alerts"][0]
+        assert " --server http://localhost --metric " in a["bisect"], a["bisect"]
+        body = receiver.issues[-1]["body"]
+        assert "perfwarden bisect" not in body and "--server" not in body, body
+        assert "public URL is not set (PERFWARDEN&#95;PUBLIC&#95;URL)" in body, body
+    app.state.engine.dispose()
+
+
+def test_the_last_good_run_is_named_or_said_unknown(settings, receiver):
+    """An alert names its last good run and commit; where the good run's record names no
+    commit, it says so (never `?`), and there is no bisect line but the reason for none."""
+    recs = leveled("nocommit", [(100, 20), (96, 20)])
+    recs[19].pop("commit")
+    app, TC = _app(settings, receiver, alert_webhook=None)
+    with TC(app) as c:
+        ids = c.post("/api/v1/runs/batch", json={"runs": recs}).json()["ids"]
+        drain_jobs(app)
+        a = c.get("/api/v1/alerts").json()["alerts"][0]
+        assert a["good_run_id"] == ids[19] and a["good_commit"] is None
+        assert a["last_good"] == f"run {ids[19]} (its record names no commit)"
+        assert a["first_bad"] == f"run {ids[20]} at commit 0000020feed"
+        assert a["bisect"] is None and "last good run's record names no commit" in a["bisect_note"]
+        body = receiver.issues[0]["body"]
+        assert "?" not in body and f"last good: run {ids[19]}" in body, body
+        assert "names no commit" in body
     app.state.engine.dispose()

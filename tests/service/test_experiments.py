@@ -85,6 +85,33 @@ def test_stored_looks_win_for_every_asker(client):
     assert run["experiment"]["looks"] == 5
 
 
+def test_the_looks_are_the_stored_plans_not_the_largest_tag(client):
+    """The plan is stored with an experiment's first run: a later record naming more looks is
+    refused (422, one line, nothing of its batch stored), a record naming none joins, and every
+    asker judges at the plan's looks, whatever a client tagged or a request asks."""
+    post_experiment(client, "plan3", 0.999, blocks=2, looks=3)
+    late = minimal_run(benchmark="ab", config={"tp": 1, "batch_size": 1, "shared_experts": "late"},
+                       started_at="2026-11-09T00:00:00Z",
+                       experiment={"id": "plan3", "arm": "candidate", "block": 9, "looks": 40})
+    before = client.get("/api/v1/runs", params={"experiment": "plan3"}).json()["count"]
+    r = client.post("/api/v1/runs/batch", json={"runs": [
+        {**late, "experiment": {**late["experiment"], "looks": 3}, "started_at": "2026-11-09T01:00:00Z"},
+        late]})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"] == ("runs[1].experiment.looks: experiment 'plan3' was "
+                                            "planned with 3 looks (its first run); this record "
+                                            "says 40")
+    assert client.get("/api/v1/runs", params={"experiment": "plan3"}).json()["count"] == before
+    untagged = {**late, "experiment": {"id": "plan3", "arm": "candidate", "block": 9}}
+    assert client.post("/api/v1/runs", json=untagged).status_code == 201
+    for g in (gate(client, "plan3"), gate(client, "plan3", max_looks=40),
+              client.get("/api/v1/experiments/plan3").json()["verdict"]):
+        assert g["looks"] == 3 and "each of 3 looks at alpha/3" in g["correction"], g
+    # an experiment whose first run named no looks is judged at the request's
+    post_experiment(client, "unplanned", 0.999, blocks=2)
+    assert gate(client, "unplanned", max_looks=4)["looks"] == 4
+
+
 def test_gate_request_is_one_or_the_other(client):
     for body in ({"experiment": "x", "baseline": "v17"}, {"benchmark": "b", "baseline": "v"},
                  {"experiment": "x", "run_ids": [1]}):

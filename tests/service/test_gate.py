@@ -99,8 +99,10 @@ def test_inconclusive_cases(client):
     g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "b", "run_ids": [cand]}).json()
     assert g["verdict"] == "inconclusive" and "fewer than three samples" in g["metrics"][0]["reason"]
     other = client.post("/api/v1/runs", json=minimal_run(hardware={"gpu": "NVIDIA H100", "gpu_count": 1})).json()["id"]
-    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "b", "run_ids": [other]}).json()
-    assert g["verdict"] == "inconclusive" and "no baseline run in this series" in g["metrics"][0]["reason"]
+    r = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "b", "run_ids": [other]})
+    assert r.status_code == 422 and r.json()["error"]["message"] == (
+        f"gpu: baseline run {base} has gpu='NVIDIA H200' and candidate run {other} has "
+        "gpu='NVIDIA H100': runs of differing gpu are not pooled (they are never compared)")
 
 
 def test_kv_capacity_compares_exactly(client):

@@ -159,3 +159,61 @@ def test_openapi_describes_results(client):
     assert "bound_pct" in doc["components"]["schemas"]["MetricVerdict"]["properties"]
     assert "/api/v1/baselines/{benchmark}/{name}" in paths
     assert {"get", "put", "delete"} <= set(paths["/api/v1/baselines/{benchmark}/{name}"])
+
+
+def _refused(client, ids, **kw):
+    r = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v17",
+                                          "run_ids": ids, **kw})
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert "\n" not in err["message"] and err["code"] == "identity_differs"
+    return err["message"]
+
+
+def test_runs_of_differing_identity_are_refused_unless_varied(client):
+    """A baseline of one model and TP size against runs of another: refused with one line
+    naming the key and both values, nothing judged, unless the request varies the key; a key
+    one side does not know is no difference, and a GPU-count sweep is matched cell by cell."""
+    cfg = {"model": "Qwen/Qwen3-8B", "tp": 2, "batch_size": 1}
+    base = baseline(client, [100.0, 100.02, 99.98], config=cfg)
+    other_model = post(client, tok(99.0, config={**cfg, "model": "meta-llama/Llama-3.1-8B"},
+                                   started_at="2026-11-04T00:00:00Z"))
+    msg = _refused(client, [other_model])
+    assert msg == (f"model: baseline run {base[0]} has model='Qwen/Qwen3-8B' and candidate run "
+                   f"{other_model} has model='meta-llama/Llama-3.1-8B': runs of differing model "
+                   "are not pooled (name it with --vary to compare across it)")
+    g = gate(client, [other_model], vary=["model"])
+    assert g["metrics"][0]["series"]["model"] == {"baseline": "Qwen/Qwen3-8B",
+                                                   "candidate": "meta-llama/Llama-3.1-8B"}
+    tp4 = post(client, tok(99.0, config={**cfg, "tp": 4}, started_at="2026-11-04T01:00:00Z"))
+    assert _refused(client, [tp4]).startswith(f"tp: baseline run {base[0]} has tp=2 and "
+                                              f"candidate run {tp4} has tp=4")
+    kv = post(client, tok(99.0, config={**cfg, "kv_cache_dtype": "fp8_e4m3"},
+                          started_at="2026-11-04T02:00:00Z"))  # the baseline names no KV dtype
+    g = gate(client, [kv])
+    assert g["verdict"] == "inconclusive" and "no kv_cache_dtype" in g["metrics"][0]["reason"]
+    # a candidate set that holds the baseline's model too: each series on its own, not refused
+    same = post(client, tok(100.0, config=cfg, started_at="2026-11-04T03:00:00Z"))
+    g = gate(client, [same, other_model])
+    assert len(g["metrics"]) == 2 and g["metrics"][0]["verdict"] == "pass"
+    h100 = post(client, tok(100.0, config=cfg, hardware={"gpu": "NVIDIA H100", "gpu_count": 1},
+                            started_at="2026-11-04T04:00:00Z"))
+    assert _refused(client, [h100]).startswith("gpu: ")
+    assert "can never be varied" in client.post("/api/v1/gate", json={
+        "benchmark": "bench-a", "baseline": "v17", "run_ids": [h100], "vary": ["gpu"]}).text
+
+
+def test_experiment_arms_of_differing_identity_are_refused_unless_varied(client):
+    """An experiment whose arms ran two TP sizes: its verdict is refused naming tp, unless the
+    request varies tp; arms that differ in a setting (the shared-expert order) are judged."""
+    runs = []
+    for block in range(3):
+        for arm, tp in (("baseline", 2), ("candidate", 4)):
+            runs.append(post(client, tok(100.0 if arm == "baseline" else 99.9, config={
+                "tp": tp, "batch_size": 1}, started_at=f"2026-11-05T0{block}:{len(runs):02d}:00Z",
+                experiment={"id": "tp-exp", "arm": arm, "block": block, "looks": 1})))
+    r = client.post("/api/v1/gate", json={"experiment": "tp-exp"})
+    assert r.status_code == 422 and r.json()["error"]["message"].startswith(
+        f"tp: baseline arm run {runs[0]} has tp=2 and candidate arm run {runs[1]} has tp=4"), r.text
+    r = client.post("/api/v1/gate", json={"experiment": "tp-exp", "vary": ["tp"]})
+    assert r.status_code == 200 and r.json()["vary"] == ["tp"], r.text

@@ -5,15 +5,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from ...db import transaction
 from ...jobs import tasks
-from ...schemas import AlertList, AlertOut, AlertPatch, AlertsEvaluated
-from ...usecases import alerts
+from ...schemas import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
+from ...usecases import alerts, evaluations
 from ..deps import (
     ERRORS,
     AdminAccess,
     ReadAccess,
     SessionDep,
+    SessionsDep,
     WriteAccess,
 )
 
@@ -27,7 +27,8 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 def list_alerts(request: Request, session: SessionDep, benchmark: Str200 = None,
                 state: Str200 = None):
     """Alerts, newest first; filter by benchmark and state (open, acknowledged, closed)."""
-    return alerts.list_alerts(session, benchmark, state, request.app.state.settings)
+    return alerts.list_alerts(session, benchmark, state, request.app.state.settings,
+                              str(request.base_url))
 
 
 @router.patch("/alerts/{alert_id}", response_model=AlertOut, dependencies=[WriteAccess],
@@ -37,13 +38,19 @@ def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: Sessi
     return alerts.set_state(session, alert_id, body.state, request.app.state.settings)
 
 
-@router.post("/alerts/evaluate", response_model=AlertsEvaluated,
+@router.post("/alerts/evaluate", status_code=202, response_model=AlertEvaluationOut,
              dependencies=[AdminAccess], responses=ERRORS)
-def evaluate(request: Request, benchmark: Str200 = None):
-    """Look at the default-branch histories again: new change points raise alerts (an alert
-    already raised is never raised twice); undelivered notifications are queued again."""
-    state = request.app.state
-    with transaction(state.sessions) as session:
-        new = alerts.evaluate(session, benchmark)
-    tasks.enqueue_deliveries(state.queue, state.sessions, state.settings)
-    return {"new": new}
+def evaluate(request: Request, sessions: SessionsDep, benchmark: Str200 = None):
+    """Judge the default-branch histories again, whole, as a durable job: `202` with the
+    evaluation (`pending`); its progress at `GET /api/v1/alerts/evaluations/{id}`. New change
+    points raise alerts (an alert already raised is never raised twice); undelivered
+    notifications are queued again when it ends."""
+    queue = request.app.state.queue
+    return evaluations.start(sessions, benchmark, lambda i: tasks.enqueue_reevaluation(queue, i))
+
+
+@router.get("/alerts/evaluations/{evaluation_id}", response_model=AlertEvaluationOut,
+            dependencies=[ReadAccess], responses=ERRORS)
+def evaluation(evaluation_id: Id, session: SessionDep):
+    """A re-evaluation's state and progress (series judged of all, runs judged, alerts raised)."""
+    return evaluations.show(session, evaluation_id)

@@ -1,0 +1,89 @@
+"""The full alert re-evaluation (spec/api.md, Alerts: `POST /api/v1/alerts/evaluate`): a durable
+job, never the request, judges every default-branch series of the benchmark (or of every
+benchmark) again from its whole history, read in pages, one series a transaction, and keeps its
+progress in its row (`GET /api/v1/alerts/evaluations/{id}`). Each series' runs still waiting in
+the evaluation inbox are taken off it in the transaction that judges them, so a job that stops
+half-way loses none: its retry goes on after the last series it finished. An alert already
+raised for a change point is never raised again (usecases/alert_state.raise_alerts)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..db import Session, SessionFactory, transaction
+from ..errors import NotFound
+from ..repositories import evaluations as repo
+from ..repositories import runs as runs_repo
+from . import alert_state, comparisons, history
+
+STATES = ("pending", "running", "done", "failed")
+
+
+def start(sessions: SessionFactory, benchmark: str | None,
+          enqueue: Callable[[int], None]) -> dict[str, Any]:
+    """A new evaluation, `pending`, its job queued once the row is committed (a worker that
+    takes the job at once finds it)."""
+    with transaction(sessions) as session:
+        if benchmark:
+            history.get_benchmark(session, benchmark)  # NotFound for an unknown name
+        ev = out(repo.add(session, benchmark or None))
+    enqueue(ev["id"])
+    return ev
+
+
+def show(session: Session, evaluation_id: int) -> dict[str, Any]:
+    row = repo.get(session, evaluation_id)
+    if row is None:
+        raise NotFound(f"alert evaluation {evaluation_id} not found", "evaluation_id")
+    return out(row)
+
+
+def out(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "benchmark": row.benchmark, "state": row.state,
+            "progress": {"series_done": row.done_series, "series_total": row.total_series,
+                         "runs": row.runs},
+            "new": list(row.new or []), "error": row.error,
+            "created_at": runs_repo.utc(row.created_at), "started_at": runs_repo.utc(row.started_at),
+            "finished_at": runs_repo.utc(row.finished_at)}
+
+
+def run(sessions: SessionFactory, evaluation_id: int,
+        on_new: Callable[[list[int]], None] = lambda ids: None,
+        after_series: Callable[[], None] = lambda: None) -> None:
+    """The job: every series not judged yet, in order, one transaction each (its progress
+    recorded in it); `on_new` gets each series' new alerts once committed."""
+    with transaction(sessions) as session:
+        row = repo.get(session, evaluation_id, lock=True)
+        if row is None or row.state in ("done", "failed"):
+            return
+        benches = [history.get_benchmark(session, row.benchmark)] if row.benchmark else \
+            history.benchmarks(session)
+        keys = repo.series_keys(session, [b.id for b in benches])
+        repo.mark_running(row, len(keys))
+        done = tuple(row.last_series) if row.last_series else None
+    todo = [k for k in keys if done is None or k > done]  # keys are in (benchmark, series) order
+    metrics = comparisons.watched_metrics()
+    for bench_id, series_id in todo:
+        with transaction(sessions) as session:
+            row = repo.get(session, evaluation_id, lock=True)
+            if row is None:  # deleted meanwhile
+                return
+            bench = repo.benchmark(session, bench_id)
+            new, runs = alert_state.reevaluate_series(session, bench, series_id, metrics) \
+                if bench is not None else ([], 0)
+            repo.record_series(row, (bench_id, series_id), runs, new)
+        if new:
+            on_new(new)
+        after_series()
+    with transaction(sessions) as session:
+        row = repo.get(session, evaluation_id, lock=True)
+        if row is not None:
+            repo.mark_done(row)
+
+
+def fail(sessions: SessionFactory, evaluation_id: int, error: str) -> None:
+    """The job gave up: the evaluation is `failed` with the reason (what it judged stays)."""
+    with transaction(sessions) as session:
+        row = repo.get(session, evaluation_id, lock=True)
+        if row is not None and row.state != "done":
+            repo.mark_failed(row, error)

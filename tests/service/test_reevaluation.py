@@ -1,0 +1,156 @@
+"""The full alert re-evaluation as a durable job (spec/api.md, Alerts), on SQLite and
+PostgreSQL: the request only queues it (202, `pending`, the inbox untouched); the job reads each
+series' whole history in pages, however small a page, records its progress series by series,
+and a job stopped half-way goes on after the last series it finished, raising nothing twice.
+The migration that adds the evaluations also stores each stored experiment's plan."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import LOCAL, count_rows, drain_jobs
+from tests.service.test_alerts import leveled
+
+
+def _series(bench: str, batch_size: int, parts, noise: int) -> list[dict]:
+    recs = leveled(bench, parts, noise)
+    for r in recs:
+        r["config"] = {"tp": 1, "batch_size": batch_size}
+    return recs
+
+
+def _app(settings):
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+
+    return create_app(settings.model_copy(update={"jobs_in_process": False})), \
+        lambda app: TestClient(app, **LOCAL)
+
+
+def test_the_request_queues_a_job_and_the_job_reads_every_page(settings, monkeypatch):
+    """Three series of 80 runs (fix then regress in two of them), read 7 runs a page: the job
+    finds both drops of each; the request itself judged nothing and left the inbox as it was."""
+    from service.schemas import RunIn
+    from service.usecases import history, ingest
+
+    monkeypatch.setattr(history, "PAGE", 7)
+    app, TC = _app(settings)
+    with TC(app) as c:
+        fix = [(100, 20), (97, 20), (100, 20), (97, 20)]
+        recs = _series("re", 1, fix, 1) + _series("re", 2, fix, 2) + _series("re", 3, [(50, 80)], 3)
+        # stored as a batch is, without the evaluation its post would queue: the job alone judges
+        ids, _ = ingest.store_runs(app.state.sessions, [RunIn.model_validate(r) for r in recs])
+        waiting = count_rows(settings.database_url, "pending_evaluations")
+        assert waiting == len(recs)
+        r = c.post("/api/v1/alerts/evaluate", params={"benchmark": "re"})
+        assert r.status_code == 202, r.text
+        ev = r.json()
+        assert ev["state"] == "pending" and ev["new"] == [] and ev["benchmark"] == "re"
+        assert ev["progress"] == {"series_done": 0, "series_total": None, "runs": 0}
+        assert count_rows(settings.database_url, "pending_evaluations") == waiting
+        assert c.get("/api/v1/alerts").json()["count"] == 0
+        drain_jobs(app)
+        done = c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json()
+        assert done["state"] == "done" and done["finished_at"], done
+        assert done["progress"] == {"series_done": 3, "series_total": 3, "runs": 240}
+        alerts = c.get("/api/v1/alerts", params={"benchmark": "re"}).json()["alerts"]
+        assert sorted(a["id"] for a in alerts) == sorted(done["new"])
+        assert sorted(a["run_id"] for a in alerts) == [ids[20], ids[60], ids[100], ids[140]]
+        assert count_rows(settings.database_url, "pending_evaluations") == 0
+        # an unknown benchmark or evaluation is said at once, nothing queued
+        assert c.post("/api/v1/alerts/evaluate", params={"benchmark": "nope"}).status_code == 404
+        assert c.get("/api/v1/alerts/evaluations/999999").status_code == 404
+    app.state.engine.dispose()
+
+
+def test_a_job_stopped_half_way_goes_on_after_its_last_series(settings):
+    """The worker dies after the second of four series (the pause hook raises there): the
+    evaluation shows 2 of 4 series done and their alerts; the retry judges only the other two,
+    and the alerts are those of one uninterrupted evaluation, none twice."""
+    from service.usecases import evaluations
+
+    app, TC = _app(settings)
+    with TC(app) as c:
+        recs = []
+        for b in range(4):
+            recs += _series("half", b + 1, [(100, 20), (96, 20)], b)
+        c.post("/api/v1/runs/batch", json={"runs": recs})
+        sessions = app.state.sessions
+        ev = evaluations.start(sessions, "half", lambda i: None)
+        seen: list[dict] = []
+
+        class Killed(Exception):
+            pass
+
+        def stop_after_two():
+            seen.append(c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json())
+            if len(seen) == 2:
+                raise Killed
+
+        with pytest.raises(Killed):
+            evaluations.run(sessions, ev["id"], after_series=stop_after_two)
+        assert [(s["state"], s["progress"]["series_done"], s["progress"]["series_total"])
+                for s in seen] == [("running", 1, 4), ("running", 2, 4)]
+        assert len(seen[1]["new"]) == 2
+        judged = []
+        evaluations.run(sessions, ev["id"], on_new=judged.append)
+        done = c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json()
+        assert done["state"] == "done" and done["progress"]["series_done"] == 4
+        assert len(judged) == 2  # the two series left, one alert each
+        alerts = c.get("/api/v1/alerts", params={"benchmark": "half"}).json()
+        assert alerts["count"] == 4 and sorted(done["new"]) == sorted(a["id"] for a in alerts["alerts"])
+        # a second evaluation of the same history raises nothing
+        again = c.post("/api/v1/alerts/evaluate", params={"benchmark": "half"}).json()
+        drain_jobs(app)
+        after = c.get(f"/api/v1/alerts/evaluations/{again['id']}").json()
+        assert after["state"] == "done" and after["new"] == []
+        assert c.get("/api/v1/alerts").json()["count"] == 4
+    app.state.engine.dispose()
+
+
+def test_a_job_that_gives_up_says_why(settings):
+    from service.jobs import tasks
+    from service.usecases import evaluations
+
+    app, TC = _app(settings)
+    with TC(app) as c:
+        ev = evaluations.start(app.state.sessions, None, lambda i: None)
+        ctx = tasks.Context(app.state.settings, app.state.sessions, app.state.queue)
+        tasks.KINDS["reevaluate_alerts"].give_up(ctx, {"evaluation": ev["id"]},
+                                                 "OperationalError: the database went away")
+        out = c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json()
+        assert out["state"] == "failed" and "went away" in out["error"]
+    app.state.engine.dispose()
+
+
+def test_the_migration_stores_each_experiments_plan_from_its_first_run(db_url):
+    """Experiments stored before plans were: the migration takes each one's plan from its
+    first run's looks, not from the largest looks a later run was tagged with."""
+    from sqlalchemy import create_engine, text
+
+    from service import migrate
+    from service.db import make_engine, session_factory
+    from service.schemas import RunIn
+    from service.usecases import ingest
+    from tests.conftest import minimal_run
+
+    migrate.upgrade(db_url)
+    engine = make_engine(db_url)
+    recs = [RunIn.model_validate(minimal_run(
+        started_at=f"2026-11-01T0{i}:00:00Z",
+        experiment={"id": "old-exp", "arm": arm, "block": 0, "looks": 5}))
+        for i, arm in enumerate(("baseline", "candidate"))]
+    ids, _ = ingest.store_runs(session_factory(engine), recs)
+    engine.dispose()
+    eng = create_engine(db_url)
+    with eng.begin() as c:  # a later run a client tagged with more looks, as before plans
+        c.execute(text("UPDATE runs SET experiment_looks = 9 WHERE id = :i"), {"i": ids[1]})
+    eng.dispose()
+    migrate.downgrade(db_url, "0010")
+    migrate.upgrade(db_url)
+    eng = create_engine(db_url)
+    with eng.connect() as c:
+        plan = c.execute(text("SELECT experiment_id, looks, first_run_id FROM experiment_plans")).all()
+        assert c.execute(text("SELECT count(*) FROM alert_evaluations")).scalar() == 0
+    eng.dispose()
+    assert [tuple(p) for p in plan] == [("old-exp", 5, ids[0])]
