@@ -249,33 +249,32 @@ class _ProgressReader:
         return chunk
 
 
-def stage_trace(server: str, path: Path, token: str | None = None, timeout: float = 600) -> dict:
-    """Stream a trace file to the service before its run is posted (the file is not read into
-    memory); the answer names it by `sha256` for the batch that stores the run with it."""
+def _stream(server: str, path_and_query: str, path: Path, token: str | None,
+            timeout: float) -> dict:
+    """POST the file's bytes as they are read (never the whole file in memory), with upload
+    progress on stderr; the server's JSON answer."""
     size = path.stat().st_size
-    url = f"{server.rstrip('/')}/api/v1/traces/stage?filename={urllib.parse.quote(path.name)}"
     with open(path, "rb") as raw:
-        f = _ProgressReader(raw, size, path.name)
-        req = urllib.request.Request(url, data=f, method="POST",
+        req = urllib.request.Request(server.rstrip("/") + path_and_query,
+                                     data=_ProgressReader(raw, size, path.name), method="POST",
                                      headers={"Content-Type": "application/octet-stream",
                                               "Content-Length": str(size)})
         return json.loads(_send(server, req, "the trace", token, timeout))
+
+
+def stage_trace(server: str, path: Path, token: str | None = None, timeout: float = 600) -> dict:
+    """Stream a trace file to the service before its run is posted; the answer names it by
+    `sha256` for the batch that stores the run with it."""
+    return _stream(server, f"/api/v1/traces/stage?filename={urllib.parse.quote(path.name)}",
+                   path, token, timeout)
 
 
 def post_trace(server: str, run_id: int, path: Path, token: str | None = None,
                timeout: float = 600, set_size: int = 1) -> dict:
-    """Stream a trace file to the service (the file is not read into memory). `set_size`: how
-    many files the run's trace set has (the ranks of a TP run), summarized together once all
-    are there."""
-    size = path.stat().st_size
-    url = (f"{server.rstrip('/')}/api/v1/runs/{run_id}/traces?filename="
-           f"{urllib.parse.quote(path.name)}&set_size={set_size}")
-    with open(path, "rb") as raw:
-        f = _ProgressReader(raw, size, path.name)
-        req = urllib.request.Request(url, data=f, method="POST",
-                                     headers={"Content-Type": "application/octet-stream",
-                                              "Content-Length": str(size)})
-        return json.loads(_send(server, req, "the trace", token, timeout))
+    """Stream a trace file to the service for a stored run. `set_size`: how many files the
+    run's trace set has (the ranks of a TP run), summarized together once all are there."""
+    return _stream(server, f"/api/v1/runs/{run_id}/traces?filename="
+                   f"{urllib.parse.quote(path.name)}&set_size={set_size}", path, token, timeout)
 
 
 def _message(e: urllib.error.HTTPError) -> str:

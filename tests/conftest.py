@@ -186,3 +186,33 @@ def drain_jobs(app, timeout_s: float = 120) -> None:
     from service.jobs.worker import drain
 
     drain(app.state.settings, app.state.sessions, timeout_s)
+
+
+def write_at_once(database_url: str, update_sql: str) -> str:
+    """Another writer's try to run `update_sql` (an UPDATE; rolled back on SQLite) within half a
+    second: "ok", or why it could not (SQLite: the one write lock held; PostgreSQL: a row lock)."""
+    import sqlite3
+
+    from sqlalchemy import create_engine, text
+
+    if database_url.startswith("sqlite"):
+        con = sqlite3.connect(database_url.split("///", 1)[1], timeout=0.5)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute(update_sql)
+            con.rollback()
+            return "ok"
+        except sqlite3.OperationalError as e:
+            return str(e)
+        finally:
+            con.close()
+    eng = create_engine(database_url)
+    try:
+        with eng.begin() as c:
+            c.execute(text("SET LOCAL lock_timeout = '500ms'"))
+            c.execute(text(update_sql))
+        return "ok"
+    except Exception as e:  # noqa: BLE001 (the lock timeout's error, kept to see)
+        return type(e).__name__
+    finally:
+        eng.dispose()

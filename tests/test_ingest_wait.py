@@ -65,7 +65,7 @@ def test_wait_returns_once_traces_are_analyzed(held_server, tmp_path):
     t0 = time.monotonic()
     r = run("ingest", str(cand_rec), "--server", url, "--wait")  # a retry: same id, analyzed
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [cid] and f"analyzed 1 trace(s) of run(s) {cid}" in r.stderr
+    assert r.stdout.split() == [cid] and f"analyzed 1 trace(s) of 1 run: {cid}" in r.stderr
     assert time.monotonic() - t0 < 60
     r = run(*gate)
     assert "pending" not in r.stdout

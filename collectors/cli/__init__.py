@@ -1,9 +1,10 @@
 """The GPU-node commands: `collect decode`, `collect command`, `analyze`, `experiment`, `ingest`.
 
 argparse (standard library) so these run on GPU images without extra packages; `perfwarden`
-(service/cli.py) builds the same parser, passes in its experiment judge, and adds the server
+(service/cli/) builds the same parser, passes in its experiment judge, and adds the server
 commands beside them. One module per command group: collect.py, analyze.py, experiment.py,
-ingest.py; emit.py writes or posts the records.
+ingest.py; emit.py writes or posts the records; wait.py is `ingest --wait` (until the
+server has analyzed the uploaded traces).
 """
 from __future__ import annotations
 

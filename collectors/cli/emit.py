@@ -53,9 +53,14 @@ def _post(records: list[dict], server: str, base: Path) -> None:
     them and the server stores the runs with their traces in one transaction. A trace the
     server refuses stops the ingest before any run is posted; nothing is ever deleted, and the
     same command again finishes what an interrupted one began (the same ids)."""
+    from ..engines.traces import groups_of
     from ..record import check_trace, post_records, resolve_trace_files, stage_trace
 
     sets = [resolve_trace_files(rec, base, outside=True) for rec in records]
+    try:
+        groups = [groups_of(rec, len(files)) for rec, files in zip(records, sets)]
+    except ValueError as e:
+        raise CliError(f"{e}; nothing posted") from None
     for files in sets:
         for f in files:
             try:
@@ -63,20 +68,26 @@ def _post(records: list[dict], server: str, base: Path) -> None:
             except ValueError as e:
                 raise CliError(f"{e}; nothing posted") from None
     staged: list[list[dict]] = []
-    for files in sets:
+    for files, grouped in zip(sets, groups):
         refs = []
-        for f in files:
+        for f, (group, phase) in zip(files, grouped):
             try:
                 res = stage_trace(server, f)
             except RuntimeError as e:
                 raise CliError(f"trace file {f}: {e}; nothing posted") from None
             print(f"  uploaded trace {f.name} (sha256 {res['sha256'][:12]})", file=sys.stderr)
-            refs.append({"filename": res["filename"], "sha256": res["sha256"]})
+            ref = {"filename": res["filename"], "sha256": res["sha256"]}
+            if group:  # another phase or capture than the run's own trace
+                ref.update(group=group, **({"phase": phase} if phase else {}))
+            elif phase:
+                ref["phase"] = phase
+            refs.append(ref)
         staged.append(refs)
-    ids = post_records(server, [{k: v for k, v in r.items() if k != "trace_files"}
-                                for r in records],
+    ids = post_records(server, [{k: v for k, v in r.items()
+                                 if k not in ("trace_files", "trace_groups")} for r in records],
                        traces=staged if any(staged) else None)
-    print(f"posted {len(ids)} run(s) as one batch: ids {', '.join(map(str, ids))}",
-          file=sys.stderr)
+    from ..idlist import summarize_ids
+
+    print(f"posted {len(ids)} run(s) as one batch: {summarize_ids(ids)}", file=sys.stderr)
     for rid in ids:
         print(rid, flush=True)  # ids on stdout, one a line, for scripts

@@ -45,6 +45,9 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
                    help="with --server: return once every uploaded trace is analyzed (done) or "
                         "failed (exit 2, with its error); at most SECONDS (default 600)")
     i.add_argument("--out")
+    i.add_argument("--json", action="store_true",
+                   help="with --server: print {\"ids\": [...]}, every stored run's id, instead "
+                        "of one id a line (standard error shows them as ranges)")
     i.set_defaults(func=cmd_ingest)
 
 
@@ -71,25 +74,31 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"warning: {w}", file=sys.stderr)
     if args.trace:
         files = records[0]["trace_files"]
-        print(f"trace set: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
+        sizes = [g["files"] for g in records[0].get("trace_groups") or [{"files": len(files)}]]
+        what = "trace set" if len(sizes) == 1 else f"{len(sizes)} trace sets"
+        print(f"{what}: {len(files)} file(s): {', '.join(Path(f).name for f in files)}",
               file=sys.stderr)
     if args.wait and not args.server:
         raise UsageError("--wait needs --server (it waits for the server's analysis)")
-    if not args.wait:
+    if args.json and args.out == "-":
+        raise UsageError("--json and --out - both print on standard output: give --out FILE")
+    if not args.server or not (args.wait or args.json):
         emit(records, args.out, args.server, base=Path.cwd())
         return 0
     import contextlib
     import io
+    import json
 
     from .wait import wait_for_traces
 
     posted = io.StringIO()  # the ids emit prints, one a line
     with contextlib.redirect_stdout(posted):
         emit(records, args.out, args.server, base=Path.cwd())
-    sys.stdout.write(posted.getvalue())
-    sys.stdout.flush()
     ids = [int(x) for x in posted.getvalue().split()[-len(records):]]
-    wait_for_traces(args.server, ids, args.wait)
+    sys.stdout.write(json.dumps({"ids": ids}) + "\n" if args.json else posted.getvalue())
+    sys.stdout.flush()
+    if args.wait:
+        wait_for_traces(args.server, ids, args.wait)
     return 0
 
 

@@ -36,7 +36,9 @@ def wait_for_traces(server: str, run_ids: list[int], seconds: float) -> bool:
         if not pending:
             n = sum(map(len, states.values()))
             if n:
-                print(f"analyzed {n} trace(s) of run(s) {', '.join(map(str, run_ids))}",
+                from ..idlist import summarize_ids
+
+                print(f"analyzed {n} trace(s) of {summarize_ids(run_ids, 'run')}",
                       file=sys.stderr)
             return True
         if time.monotonic() >= deadline:

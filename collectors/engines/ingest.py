@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from ..env import git_identity, nvidia_smi_gpus
 from ..record import check, resolve_trace_files
 from .identity import is_architecture, split
 from .logs import LogFacts, looks_like_log, parse_log
+from .record import EngineRecord
 from .vllm import (
     EngineOutputError,
     as_metrics,
@@ -102,19 +103,24 @@ def _apply_identity(rec: dict, ident: Identity, engine_output: bool, env: dict) 
 def merge_repeats(records: list[dict]) -> list[dict]:
     """Repeats of one configuration are the trials of one run: samples pooled per
     configuration (one result file is one sample); exact metrics keep the first value."""
-    merged: dict[str, dict] = {}
-    for r in records:
+    return [e.record for e in _merge(EngineRecord(r) for r in records)]
+
+
+def _merge(records: Iterable[EngineRecord]) -> list[EngineRecord]:
+    """merge_repeats on records in the making: a merged run was read from all its files."""
+    merged: dict[str, EngineRecord] = {}
+    for e in records:
+        r = e.record
         key = json.dumps([r["benchmark"], r.get("config", {})], sort_keys=True)
         if key not in merged:
-            merged[key] = {**r, "metrics": {n: {**m, "samples": list(m["samples"])}
-                                            for n, m in r["metrics"].items()}}
-            if "_files" in r:
-                merged[key]["_files"] = list(r["_files"])
+            merged[key] = EngineRecord(
+                {**r, "metrics": {n: {**m, "samples": list(m["samples"])}
+                                  for n, m in r["metrics"].items()}},
+                engine=e.engine, files=list(e.files))
             continue
-        if "_files" in r:
-            merged[key].setdefault("_files", []).extend(r["_files"])
+        merged[key].files.extend(e.files)
         for name, m in r["metrics"].items():
-            tgt = merged[key]["metrics"].setdefault(name, {**m, "samples": []})
+            tgt = merged[key].record["metrics"].setdefault(name, {**m, "samples": []})
             if name not in ("kv_capacity_tokens", "kv_max_concurrency"):
                 tgt["samples"].extend(m["samples"])
     return list(merged.values())
@@ -126,7 +132,7 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
            trials: bool = False) -> tuple[list[dict], list[str]]:
     """Returns (run records, warnings). Raises EngineOutputError on unusable input. `trials`:
     the result files are repeats of one configuration and become one run."""
-    records: list[dict] = []
+    records: list[EngineRecord] = []
     log_facts: list[tuple[Path, LogFacts, str]] = []
     warnings: list[str] = []
     for p in map(Path, paths):
@@ -138,11 +144,8 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
             continue
         got = _from_objects(p, objs, benchmark, label, batch_size, output_len)
         engine = kind_of(objs[0]) != "record"
-        for r in got:
-            r["_engine"] = engine
-            if engine:
-                r["_files"] = [file_id]
-        records.extend(got)
+        records += [EngineRecord(r, engine=engine, files=[file_id] if engine else [])
+                    for r in got]
     if log_facts and records:
         settled = set((identity.config if identity else {}) or {}) | set(extra_config or {})
         _apply_logs(records, log_facts, settled)
@@ -150,9 +153,9 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
         records = [_log_record(p, facts, file_id, benchmark, label)
                    for p, facts, file_id in log_facts]
     if trials:
-        records = merge_repeats(records)
+        records = _merge(records)
     _finish(records, identity or Identity(detect=False), extra_config, warnings)
-    return records, warnings
+    return [e.record for e in records], warnings
 
 
 def _read(p: Path) -> tuple[list[dict] | None, str, str]:
@@ -180,15 +183,16 @@ def _read(p: Path) -> tuple[list[dict] | None, str, str]:
     return objs, text, file_id
 
 
-def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]],
+def _apply_logs(records: list[EngineRecord], log_facts: list[tuple[Path, LogFacts, str]],
                 settled: set[str]) -> None:
     """Server logs beside engine results: their KV-cache figures, settings and start time go
     into every engine-output record. A log that names another model or tp than the result is
     another server's: refused, unless `--config` gives that key."""
     for p, facts, file_id in log_facts:
-        for rec in records:
-            if not rec.get("_engine"):
+        for e in records:
+            if not e.engine:
                 continue
+            rec = e.record
             _check_agrees(p, rec, facts, settled)
             rec["metrics"].update(facts.metrics())
             if facts.kv_derived:
@@ -199,7 +203,7 @@ def _apply_logs(records: list[dict], log_facts: list[tuple[Path, LogFacts, str]]
                 rec["config"].setdefault(k, v)
             if facts.meta:
                 rec["meta"] = {**facts.meta, **(rec.get("meta") or {})}
-            rec["_files"].append(file_id)
+            e.files.append(file_id)
             if not rec.get("started_at"):
                 rec["started_at"] = facts.started_at
 
@@ -226,34 +230,33 @@ def _check_agrees(p: Path, rec: dict, facts: LogFacts, settled: set[str]) -> Non
 
 
 def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
-                label: str | None) -> dict:
+                label: str | None) -> EngineRecord:
     """A server log alone: one record of its KV-cache capacity."""
     m = facts.metrics()
     if not m:
         raise EngineOutputError(f"{p}: log has no KV-cache capacity line")
-    return {"benchmark": benchmark or f"{facts.engine}-server",
-            "config": dict(facts.config), "metrics": m,
-            **({"meta": dict(facts.meta)} if facts.meta else {}),
-            "started_at": facts.started_at,
-            "source": {"kind": f"{facts.engine}-log", "file": p.name},
-            **({"label": label} if label else {}),
-            **({"kv_cache": {"derived": True}} if facts.kv_derived else {}),
-            "_files": [file_id]}
+    return EngineRecord({"benchmark": benchmark or f"{facts.engine}-server",
+                         "config": dict(facts.config), "metrics": m,
+                         **({"meta": dict(facts.meta)} if facts.meta else {}),
+                         "started_at": facts.started_at,
+                         "source": {"kind": f"{facts.engine}-log", "file": p.name},
+                         **({"label": label} if label else {}),
+                         **({"kv_cache": {"derived": True}} if facts.kv_derived else {})},
+                        engine=True, files=[file_id])
 
 
-def _finish(records: list[dict], ident: Identity, extra_config: dict | None,
+def _finish(records: list[EngineRecord], ident: Identity, extra_config: dict | None,
             warnings: list[str]) -> None:
     """The identity (command line, environment), start time and key of every record, checked."""
     env = {"git": git_identity() if ident.detect else {},
            "gpus": nvidia_smi_gpus() if ident.detect else []}
-    for i, rec in enumerate(records):
-        engine_output = rec.pop("_engine", True)
-        files = rec.pop("_files", None)
+    for i, e in enumerate(records):
+        rec, engine_output = e.record, e.engine
         if extra_config:
             rec.setdefault("config", {}).update(extra_config)
         _apply_identity(rec, ident, engine_output, env)
         if engine_output:
-            _started_and_key(rec, ident, files or [], i, warnings)
+            _started_and_key(rec, ident, e.files, i, warnings)
             missing = [k for k in ("model", "tp") if rec["config"].get(k) is None]
             if missing:
                 warnings.append(

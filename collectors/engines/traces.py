@@ -13,9 +13,11 @@ The set is ordered by rank (the number after `TP-`, `rank`, `TP` or `tp` in the 
 Files given together are grouped into the traces of the run (`trace_groups`): rank files of one
 capture form one set (their names alike but for the rank numbers and time stamps, each rank
 once); files of another phase (SGLang's prefill or extend beside its decode files) or another
-capture (a name that differs otherwise, a rank seen again) are other traces of the same run. A
-run record holds one trace set: the decode set of the first capture (else its first set) is
-attached, and a warning names the traces that are not.
+capture (a name that differs otherwise, a rank seen again) are other traces of the same run. All
+are attached: the decode set of the first capture (else its first set) first, as the run's own
+trace (its summary is the run's), then the others, each summarized as a set of its own. The
+record names every file in `trace_files`, in that order, and `trace_groups` the groups' sizes
+and phases (`[{"phase": "decode", "files": 2}, {"phase": "prefill", "files": 2}]`).
 """
 from __future__ import annotations
 
@@ -123,8 +125,8 @@ def _describe(phase: str, files: list[Path]) -> str:
 
 
 def attach(records: list[dict], items: Sequence[str | Path]) -> list[str]:
-    """Put the trace set on the run record; returns warnings. One run only: a trace is the
-    profile of one configuration."""
+    """Put the run's traces on its record (`trace_files`, and `trace_groups` where there are
+    several); returns notes. One run only: a trace is the profile of one configuration."""
     files = trace_set(items)
     if len(records) != 1:
         raise EngineOutputError(f"--trace attaches a trace set to one run, but the input makes "
@@ -132,11 +134,29 @@ def attach(records: list[dict], items: Sequence[str | Path]) -> list[str]:
                                 "its own traces, or give --trials for repeats of one")
     groups = trace_groups(files)
     main = next((g for g in groups if g[0] == "decode"), groups[0])
-    records[0]["trace_files"] = [str(p) for p in main[1]]
-    others = [g for g in groups if g is not main]
-    if not others:
+    ordered = [main] + [g for g in groups if g is not main]
+    records[0]["trace_files"] = [str(p) for _, fs in ordered for p in fs]
+    if len(ordered) == 1:
+        records[0].pop("trace_groups", None)
         return []
-    return [f"--trace: {len(groups)} traces of this run (other phases or captures); attached "
-            f"the set {_describe(*main)}; not attached: "
-            f"{'; '.join(_describe(*g) for g in others)} (a run holds one trace set: "
-            "`perfwarden analyze FILE...` reads each of the others)"]
+    records[0]["trace_groups"] = [{"phase": phase or None, "files": len(fs)}
+                                  for phase, fs in ordered]
+    return [f"--trace: {len(groups)} traces of this run (other phases or captures), each "
+            f"summarized: the run's {_describe(*main)}; beside it "
+            f"{'; '.join(_describe(*g) for g in ordered[1:])}"]
+
+
+def groups_of(record: dict, n: int) -> list[tuple[int, str | None]]:
+    """(group, phase) of each of the record's `n` trace files: from its `trace_groups`, else
+    all the run's own (group 0). ValueError when the sizes do not add up to the files."""
+    if not record.get("trace_groups"):
+        return [(0, None)] * n
+    out: list[tuple[int, str | None]] = []
+    for g, item in enumerate(record["trace_groups"]):
+        size = item.get("files") if isinstance(item, dict) else None
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"trace_groups[{g}]: expected {{\"phase\": ..., \"files\": N}}")
+        out += [(g, item.get("phase"))] * size
+    if len(out) != n:
+        raise ValueError(f"trace_groups name {len(out)} file(s), trace_files {n}")
+    return out

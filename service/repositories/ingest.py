@@ -18,7 +18,16 @@ from sqlalchemy.orm import Session
 from collectors.metrics import UNKNOWN_THRESHOLD_PCT, lookup
 
 from ..errors import Conflict, DomainError, Invalid
-from ..models import Benchmark, MetricDef, PendingEvaluation, Run, RunMetric, Sample, Series
+from ..models import (
+    Benchmark,
+    ExperimentPlan,
+    MetricDef,
+    PendingEvaluation,
+    Run,
+    RunMetric,
+    Sample,
+    Series,
+)
 from ..schemas import RunIn
 from .runs import benchmark, cache, canonical, find_by_key
 
@@ -177,12 +186,52 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
             raise
         defs_of.append(defs)
         rows.append(_run_row(run, digests[i], bench_id, series_id, now))
+    _keep_plans(session, runs, on_error)
     ids = _insert_runs(session, rows)
     _store_figures(session, ids, runs, defs_of)
+    _add_plans(session, runs, ids)
     inbox = [{"benchmark_id": row["benchmark_id"], "run_id": rid} for rid, row in zip(ids, rows)
              if row["pr"] is None and row["experiment_id"] is None and row["bisect_id"] is None]
     _bulk_insert(session, PENDING, ("benchmark_id", "run_id"), inbox)
     return ids
+
+
+def _keep_plans(session: Session, runs: list[RunIn],
+                on_error: Callable[[int, DomainError], None] | None) -> None:
+    """An experiment's plan is what its first run says (spec/api.md, One experiment one
+    answer): a record that names other looks than its stored plan, or than an earlier record
+    of the batch, is refused (nothing of the batch is stored)."""
+    tagged = [(i, r.experiment) for i, r in enumerate(runs) if r.experiment is not None]
+    if not tagged:
+        return
+    planned: dict[str, int | None] = {p.experiment_id: p.looks for p in session.scalars(
+        select(ExperimentPlan).where(ExperimentPlan.experiment_id.in_(
+            sorted({e.id for _, e in tagged}))))}
+    for i, exp in tagged:
+        looks = planned.setdefault(exp.id, exp.looks)
+        if exp.looks is not None and exp.looks != looks:
+            e = Invalid(f"experiment.looks: experiment {exp.id!r} was planned with "
+                        f"{looks if looks is not None else 'no'} looks (its first run); this "
+                        f"record says {exp.looks}", "experiment.looks", code="plan_differs")
+            if on_error is not None:
+                on_error(i, e)
+            raise e
+
+
+def _add_plans(session: Session, runs: list[RunIn], ids: list[int]) -> None:
+    """The plan of each experiment this batch starts, from its first record."""
+    first: dict[str, tuple[int | None, int]] = {}
+    for run, rid in zip(runs, ids):
+        if run.experiment is not None:
+            first.setdefault(run.experiment.id, (run.experiment.looks, rid))
+    if not first:
+        return
+    known = set(session.scalars(select(ExperimentPlan.experiment_id).where(
+        ExperimentPlan.experiment_id.in_(sorted(first)))))
+    now = datetime.now(timezone.utc)
+    session.add_all([ExperimentPlan(experiment_id=x, looks=looks, first_run_id=rid, created_at=now)
+                     for x, (looks, rid) in first.items() if x not in known])
+    session.flush()  # a concurrent first run of the same experiment fails here; the caller retries
 
 
 def _insert_runs(session: Session, rows: list[dict]) -> list[int]:

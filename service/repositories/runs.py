@@ -9,7 +9,7 @@ import weakref
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from collectors.metrics import lookup
@@ -60,6 +60,19 @@ def cache(session: Session) -> dict:
 def benchmark(session: Session, name: str) -> Benchmark | None:
     return session.scalars(select(Benchmark).where(Benchmark.name == name)).first()
 
+
+
+def set_benchmark(session: Session, bench_id: int, default_branch: str | None,
+                  bisect_command: str | None) -> None:
+    """The benchmark's default branch and its alerts' bisect command, those given (not None);
+    an empty command clears it."""
+    bench = session.get(Benchmark, bench_id)
+    assert bench is not None, bench_id
+    if default_branch is not None:
+        bench.default_branch = default_branch
+    if bisect_command is not None:
+        bench.bisect_command = bisect_command or None
+    session.flush()
 
 def benchmark_id(session: Session, name: str) -> int | None:
     """The id of an existing benchmark (cached once seen), or None."""
@@ -125,7 +138,9 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
            "trace_summary": row.trace_summary if with_samples else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
                        "size_bytes": t.size_bytes, "format": t.format,
-                       "state": t.state or "done", "error": t.error} for t in traces]}
+                       "state": t.state or "done", "error": t.error,
+                       "trace_group": t.trace_group or 0, "phase": t.phase,
+                       "group_summary": t.group_summary} for t in traces]}
     return out
 
 
@@ -195,8 +210,15 @@ def runs_by_id(session: Session, ids: list[int]) -> dict[int, Run]:
 
 
 def lock_run(session: Session, run_id: int) -> Run | None:
-    """The run, its row locked until the transaction ends (PostgreSQL; SQLite has one writer)."""
-    session.execute(select(Run.id).where(Run.id == run_id).with_for_update())
+    """The run, its row locked until the transaction ends, so that what the transaction reads
+    next is what the one before it committed (two ranks of a set finishing together see each
+    other). PostgreSQL: SELECT ... FOR UPDATE. SQLite ignores FOR UPDATE and starts its write
+    transaction at the first write, so a write comes first: a no-op UPDATE of the row waits for
+    the other writer and begins the transaction at the newest commit."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(update(Run).where(Run.id == run_id).values(id=Run.id))
+    else:
+        session.execute(select(Run.id).where(Run.id == run_id).with_for_update())
     return session.get(Run, run_id)
 
 
@@ -294,17 +316,26 @@ def run_means(session: Session, run_ids: list[int], metric: str) -> dict[int, fl
                                                        RunMetric.metric == metric))}
 
 
+def trace_summaries(session: Session, bench_id: int) -> dict[int, dict]:
+    """The benchmark's runs that hold a trace summary: id -> summary (one statement)."""
+    q = select(Run.id, Run.trace_summary).where(Run.benchmark_id == bench_id,
+                                                 Run.trace_summary.is_not(None))
+    return {i: s for i, s in session.execute(q) if s}
+
+
 def attribution_rows(session: Session, bench_id: int, metric: str, labels: list[str],
-                     branch: str | None) -> list:
-    """Per run: series config, determinism, body hash and the metric's mean and stdev."""
-    q = (select(Series.config, Run.determinism, Run.body_sha256, RunMetric.mean, RunMetric.stdev)
+                     branch: str) -> list:
+    """Per run of `branch`'s history (the history rule: no pull-request runs, experiment arms or
+    bisect runs): series config, GPU model and count, determinism, body hash, the metric's mean
+    and stdev, and id."""
+    q = (select(Series.config, Run.determinism, Run.body_sha256, RunMetric.mean, RunMetric.stdev,
+                Series.gpu, Series.gpu_count, Run.id)
          .join(Series, Series.id == Run.series_id)
          .join(RunMetric, (RunMetric.run_id == Run.id) & (RunMetric.metric == metric))
          .where(Run.benchmark_id == bench_id))
     if labels:
         q = q.where(Run.label.in_(labels))
-    if branch:
-        q = filter_runs(q, history_branch=branch)
+    q = filter_runs(q, history_branch=branch)
     return list(session.execute(q.order_by(Run.id)))
 
 

@@ -79,6 +79,8 @@ class RunIn(BaseModel):
     routed_kernel: dict[str, Any] | None = None  # the resident kernel: grid, warps, shared memory
     # on disk only: paths of the run's trace set relative to the record file; never stored
     trace_files: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1024)] | None = None
+    # on disk only: the sizes and phases of the traces `trace_files` holds, in order
+    trace_groups: Annotated[list[dict[str, Any]], Field(max_length=64)] | None = None
 
     def extras(self) -> dict[str, Any]:
         return self.model_dump(mode="json", include=set(RUN_EXTRAS), exclude_none=True)
@@ -141,6 +143,10 @@ class StagedTraceRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
     filename: Annotated[str, Field(min_length=1, max_length=200)]
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    # the trace of the run it belongs to: 0 the run's own (its summary is the run's), another
+    # number another phase or capture, summarized on its own; `phase` e.g. decode, prefill
+    group: Annotated[int, Field(ge=0, le=63)] = 0
+    phase: Annotated[str | None, Field(max_length=16, pattern=r"^[a-z_]*$")] = None
 
 
 class RunBatchIn(BaseModel):
@@ -185,6 +191,9 @@ class TraceRef(BaseModel):
     format: str
     state: TraceState = "done"
     error: str | None = None  # why the analysis failed
+    trace_group: int = 0  # 0: the run's own trace; others: another phase or capture
+    phase: str | None = None
+    group_summary: dict[str, Any] | None = None  # another group's set summary, once complete
 
 
 class RunOut(BaseModel):

@@ -18,7 +18,7 @@ class TraceOut(BaseModel):
     size_bytes: int
     format: str
     summary: dict[str, Any] | None  # None until the analysis job is done
-    set_files: int = 1  # trace files the run holds now
+    set_files: int = 1  # trace files its set (the run's own, group 0) holds now
     state: TraceState = "done"
     error: str | None = None  # why the analysis failed
 

@@ -5,13 +5,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import tracestore
 from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
+from ..repositories import baselines as baselines_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..sandbox import Sandbox
+from ..traces import analysis, storage
 
 
 def get(session: Session, run_id: int) -> dict[str, Any]:
@@ -34,21 +35,53 @@ def page(session: Session, benchmark: str | None = None, label: str | None = Non
 
 def run_view(session: Session, data_dir: Path, run_id: int, steps: int,
              sandbox: Sandbox | None = None) -> dict[str, Any]:
-    """The run with its series name and the per-stream timelines of its first traces (each
-    parsed in the sandbox)."""
+    """The run with its series name, its traces as sets (trace_sets) and the per-stream
+    timelines of the first file of each set (each parsed in the sandbox, kept once drawn)."""
     run = get(session, run_id)
+    sets = trace_sets(run)
     timelines = []
-    for t in [t for t in run["traces"] if t["state"] == "done"][:2]:
-        try:
-            data = tracestore.timeline_of(data_dir, t["sha256"], t["filename"], steps, sandbox)
-        except DomainError as e:
-            timelines.append({"trace": t, "error": e.message})
+    for ts in sets[:TIMELINE_SETS]:
+        t = ts["traces"][0]
+        if t["state"] != "done":
             continue
-        timelines.append({"trace": t, "data": data} if data["ops"] else
-                         {"trace": t, "error": "no decode steps in this trace"})
+        try:
+            data = analysis.timeline_of(data_dir, t["sha256"], t["filename"], steps, sandbox)
+        except DomainError as e:
+            timelines.append({"trace": t, "set": ts["name"], "error": e.message})
+            continue
+        timelines.append({"trace": t, "set": ts["name"], "data": data} if data["ops"] else
+                         {"trace": t, "set": ts["name"], "error": "no decode steps in this trace"})
     ser = series_repo.series_rows(session, {run["series_id"]})[run["series_id"]]
-    return {"run": run, "timelines": timelines,
+    return {"run": run, "timelines": timelines, "trace_sets": sets,
             "series_name": series_short(ser.config, ser.gpu, ser.gpu_count)}
+
+
+TIMELINE_SETS = 4  # trace sets of a run whose timelines the run page draws
+
+
+def trace_sets(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's traces as their stored groups (spec/api.md, Engine traces at ingest), the run's
+    own (group 0) first: each with its phase, its files, its state (`done` once every file is
+    and the set's summary is recorded, `pending` while a file or a rank is still to come,
+    `failed` where a file failed) and its summary as stored: the run's `trace_summary` for
+    group 0, the group's `group_summary` for the others. Nothing is analyzed here."""
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for t in run["traces"]:
+        groups.setdefault(t["trace_group"], []).append(t)
+    out = []
+    for g in sorted(groups):
+        files = groups[g]
+        states = [t["state"] for t in files]
+        summary = (run.get("trace_summary") if g == 0 else files[0]["group_summary"]) or None
+        state = "failed" if "failed" in states else (
+            "pending" if "pending" in states or summary is None else "done")
+        error = next((t["error"] for t in files if t["error"]), None)
+        phase = next((t["phase"] for t in files if t["phase"]), "")
+        out.append({"name": (f"{phase} " if phase else "") + files[0]["filename"]
+                    + (f" (+{len(files) - 1} ranks)" if len(files) > 1 else ""),
+                    "group": g, "phase": phase, "traces": files, "state": state,
+                    "error": error, "summary": summary if state == "done" else None})
+    return out
 
 
 def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = False
@@ -61,15 +94,14 @@ def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = 
         if holding and not force:
             raise Conflict(f"run {run_id} is in baseline(s) {', '.join(b.name for b in holding)}; "
                            "move them first or delete with ?force=true", "run_id")
-        for b in holding:
-            b.run_ids = [i for i in b.run_ids if i != run_id]
+        baselines_repo.drop_run(holding, run_id)
         shas = {t.sha256 for t in runs_repo.traces_of(session, [run_id])}
         runs_repo.delete_run(session, run_id)
     removed = 0
     with transaction(sessions) as session:
         for sha in shas:
             if not runs_repo.trace_with_sha(session, sha):
-                tracestore.path_for(data_dir, sha).unlink(missing_ok=True)
+                storage.path_for(data_dir, sha).unlink(missing_ok=True)
                 removed += 1
     return {"id": run_id, "deleted": True, "trace_files_removed": removed,
             "left_baselines": [b.name for b in holding]}
@@ -79,3 +111,15 @@ def any_stored(sessions: SessionFactory) -> bool:
     """Whether the database holds any run (the data loader fills only an empty one)."""
     with transaction(sessions) as session:
         return runs_repo.any_run(session)
+
+
+def trace_states(session: Session, run_ids: list[int]
+                 ) -> dict[int, tuple[dict[str, Any] | None, str, str | None]]:
+    """Per run that holds traces, its own trace set (group 0) as the run page shows it
+    (trace_sets): the set's summary, its analysis state and the first error."""
+    out = {}
+    for rid in sorted({t.run_id for t in runs_repo.traces_of(session, run_ids)}):
+        own = next((ts for ts in trace_sets(get(session, rid)) if ts["group"] == 0), None)
+        if own is not None:  # a run holding only other groups has no trace of its own
+            out[rid] = (own["summary"], own["state"], own["error"])
+    return out

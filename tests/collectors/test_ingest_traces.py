@@ -80,9 +80,12 @@ def test_rank_files_of_one_capture_are_one_set_and_other_phases_are_apart(tmp_pa
     assert [(ph, [p.name for p in g]) for ph, g in groups] == [
         ("decode", [names[1], names[0]]), ("prefill", [names[2]])]
     rec = [{"benchmark": "b"}]
-    (warning,) = attach(rec, [tmp_path / n for n in names])
-    assert [p.split("/")[-1] for p in rec[0]["trace_files"]] == [names[1], names[0]]
-    assert "2 traces of this run" in warning and "not attached: prefill " + names[2] in warning
+    (note,) = attach(rec, [tmp_path / n for n in names])
+    # every file attached: the decode set first (the run's own trace), then the prefill trace
+    assert [p.split("/")[-1] for p in rec[0]["trace_files"]] == [names[1], names[0], names[2]]
+    assert rec[0]["trace_groups"] == [{"phase": "decode", "files": 2},
+                                      {"phase": "prefill", "files": 1}]
+    assert "2 traces of this run" in note and "beside it prefill " + names[2] in note
 
 
 def test_a_rank_seen_again_is_a_later_capture(tmp_path):
@@ -97,3 +100,15 @@ def test_a_rank_seen_again_is_a_later_capture(tmp_path):
     assert [[p.name for p in g] for _, g in groups] == [names[:2], names[2:]]
     # names with no rank in them: each file is a capture of its own
     assert len(trace_groups([tmp_path / "a.sqlite", tmp_path / "b.sqlite"])) == 2
+
+
+def test_groups_of_a_record_follow_its_trace_groups():
+    from collectors.engines.traces import groups_of
+
+    assert groups_of({}, 0) == [] and groups_of({}, 2) == [(0, None), (0, None)]
+    rec = {"trace_groups": [{"phase": "decode", "files": 2}, {"phase": "prefill", "files": 1}]}
+    assert groups_of(rec, 3) == [(0, "decode"), (0, "decode"), (1, "prefill")]
+    with pytest.raises(ValueError, match="name 3 file"):
+        groups_of(rec, 2)
+    with pytest.raises(ValueError, match=r"trace_groups\[0\]"):
+        groups_of({"trace_groups": [{"files": 0}]}, 0)

@@ -104,8 +104,8 @@ def test_a_rank_set_arrives_rank_by_rank_and_is_summarized_as_one(settings):
     `perfwarden analyze` gives on the two files, and nothing is left kept."""
     from fastapi.testclient import TestClient
 
-    from service import tracestore
     from service.main import create_app
+    from service.traces import storage
 
     ranks = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFWARDEN_")}
@@ -122,7 +122,7 @@ def test_a_rank_set_arrives_rank_by_rank_and_is_summarized_as_one(settings):
                            env=env, capture_output=True, text=True, timeout=300)
     assert local.returncode == 0, local.stderr
     expected = json.loads(local.stdout)
-    kept = tracestore.columns_dir(settings.data_dir)
+    kept = storage.columns_dir(settings.data_dir)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
     with TestClient(app, **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=_record() | {"trace_summary": None,

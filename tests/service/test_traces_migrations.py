@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from service import migrate
-from tests.conftest import DATA, H200, LOCAL, drain_jobs, minimal_run
+from tests.conftest import DATA, H200, LOCAL, drain_jobs, minimal_run, write_at_once
 
 
 def test_migrations_up_and_down(db_url):
@@ -98,7 +98,7 @@ def test_trace_that_fails_analysis_is_failed_with_the_reason(client):
 def test_a_set_with_a_failed_rank_keeps_no_columns(client, settings, bad_first):
     """A rank that fails ends its set (it can never complete): the columns the good rank kept
     for the set's analysis are removed, whichever rank's job ends first."""
-    from service import tracestore
+    from service.traces import storage
 
     rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
     good = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))[0]
@@ -111,7 +111,7 @@ def test_a_set_with_a_failed_rank_keeps_no_columns(client, settings, bad_first):
     run = client.get(f"/api/v1/runs/{rid}").json()
     assert sorted(t["state"] for t in run["traces"]) == ["done", "failed"]
     assert run["trace_summary"] is None
-    assert not list(tracestore.columns_dir(settings.data_dir).glob("*.npz"))
+    assert not list(storage.columns_dir(settings.data_dir).glob("*.npz"))
 
 
 def test_the_sweep_keeps_only_what_a_set_being_assembled_needs(client, settings):
@@ -121,7 +121,7 @@ def test_the_sweep_keeps_only_what_a_set_being_assembled_needs(client, settings)
     import os
     import time
 
-    from service import tracestore
+    from service.traces import storage
     from service.usecases.traces import sweep_columns
 
     rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
@@ -129,7 +129,7 @@ def test_the_sweep_keeps_only_what_a_set_being_assembled_needs(client, settings)
     r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": good.name, "set_size": 2},
                     content=good.read_bytes())
     drain_jobs(client.app)
-    folder = tracestore.columns_dir(settings.data_dir)
+    folder = storage.columns_dir(settings.data_dir)
     waiting = [f.name for f in folder.glob("*.npz")]
     assert [n.split(".")[0] for n in waiting] == [r.json()["sha256"]]  # rank 1 has not come
     (folder / f"{'0' * 64}.abc.npz").write_bytes(b"x")  # a trace no row holds
@@ -195,15 +195,15 @@ def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monk
     import time
     from pathlib import Path
 
-    from service import tracestore
     from service.errors import Invalid
+    from service.traces import analysis
 
     seen = {"policy": os.sched_getscheduler(0), "pid": os.getpid()}
-    monkeypatch.setattr(tracestore, "analyze_files", lambda *a, **k: {
+    monkeypatch.setattr(analysis, "analyze_files", lambda *a, **k: {
         "policy": os.sched_getscheduler(0), "pid": os.getpid(),
         "threads": threading.active_count(), "kernels": []})
     threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
-    got = tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
+    got = analysis.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
     assert got["policy"] == os.SCHED_IDLE != seen["policy"] and got["pid"] != seen["pid"]
     assert got["threads"] == 1 and os.sched_getscheduler(0) == seen["policy"]
     pid_file = tmp_path / "piece.pid"
@@ -215,10 +215,10 @@ def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monk
         pid_file.write_text(str(pid))
         os._exit(3)
 
-    monkeypatch.setattr(tracestore, "analyze_files", dies)
+    monkeypatch.setattr(analysis, "analyze_files", dies)
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="exit code 3"):
-        tracestore.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
+        analysis.analyze_set([(DATA / "kineto_1layer_M4.json.gz", "m4.json.gz")])
     assert time.monotonic() - t0 < 30  # not held open by the piece's end of the pipe
     stat = Path(f"/proc/{pid_file.read_text()}/stat")
     deadline = time.monotonic() + 10
@@ -229,53 +229,48 @@ def test_a_trace_is_analyzed_in_a_process_of_its_own_at_the_lowest_priority(monk
     monkeypatch.undo()
     with pytest.raises(Invalid, match="cut.json"):
         path = DATA.parent / "README.md"
-        tracestore.analyze_set([(path, "cut.json")])
+        analysis.analyze_set([(path, "cut.json")])
+
+
+def test_a_timeline_a_page_waits_for_is_parsed_at_the_callers_priority(monkeypatch, tmp_path):
+    """The run page's timeline is parsed in the sandbox at the request's CPU class, not a
+    job's SCHED_IDLE (beside two busy cores an idle parse ran hundreds of times as long)."""
+    import os
+
+    from service.traces import analysis, storage
+
+    sha = "ab" * 32
+    path = storage.path_for(tmp_path, sha)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{}")
+    monkeypatch.setattr(analysis, "_timeline", lambda *a: {
+        "policy": os.sched_getscheduler(0), "pid": os.getpid()})
+    got = analysis.timeline_of(tmp_path, sha, "t.json", 5)
+    assert got["pid"] != os.getpid() and got["policy"] == os.sched_getscheduler(0) != os.SCHED_IDLE
 
 
 def test_a_rank_set_is_analyzed_outside_any_transaction(settings, monkeypatch):
     """The set's analysis (seconds to minutes for 8 large ranks) holds no lock: while it runs,
     another writer updates the run at once (PostgreSQL: its row; SQLite: the one write lock),
     and the set's summary is still recorded with the last rank."""
-    import sqlite3
-
     from fastapi.testclient import TestClient
 
-    from service import tracestore
     from service.main import create_app
+    from service.traces import analysis, storage
 
     tp2 = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))
-    real, writes, kept = tracestore.analyze_set, [], []
-    columns = tracestore.columns_dir(settings.data_dir)
+    real, writes, kept = analysis.analyze_set, [], []
+    columns = storage.columns_dir(settings.data_dir)
 
     def watched(files, keep_in=None, sandbox=None):
         if len(files) > 1:  # the set's analysis, not one file's
             assert keep_in == columns
             kept.extend(sorted(f.name.split(".")[0] for f in columns.glob("*.npz")))
-            if settings.database_url.startswith("sqlite"):
-                con = sqlite3.connect(settings.database_url.split("///", 1)[1], timeout=1)
-                try:
-                    con.execute("BEGIN IMMEDIATE")
-                    con.execute("UPDATE runs SET label = label WHERE id = ?", (rid,))
-                    con.rollback()
-                    writes.append("ok")
-                except sqlite3.OperationalError as e:
-                    writes.append(str(e))
-                finally:
-                    con.close()
-            else:
-                eng = create_engine(settings.database_url)
-                try:
-                    with eng.begin() as c:
-                        c.execute(text("SET LOCAL lock_timeout = '1s'"))
-                        c.execute(text("UPDATE runs SET label = label WHERE id = :r"), {"r": rid})
-                    writes.append("ok")
-                except Exception as e:  # noqa: BLE001 (the lock timeout's error, kept to see)
-                    writes.append(type(e).__name__)
-                finally:
-                    eng.dispose()
+            writes.append(write_at_once(settings.database_url,
+                                        f"UPDATE runs SET label = label WHERE id = {rid}"))
         return real(files, keep_in, sandbox)
 
-    monkeypatch.setattr(tracestore, "analyze_set", watched)
+    monkeypatch.setattr(analysis, "analyze_set", watched)
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
     with TestClient(app, **LOCAL) as c:
         rid = c.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]

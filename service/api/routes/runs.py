@@ -20,6 +20,8 @@ from ..deps import (
     IngestAccess,
     ReadAccess,
     SessionDep,
+    SessionsDep,
+    SettingsDep,
     principal,
     read_capped,
 )
@@ -49,12 +51,12 @@ def _parse(model: type[M], body: bytes) -> M:
     **ERRORS}, dependencies=[IngestAccess],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
-async def create_run(request: Request):
+async def create_run(request: Request, sessions: SessionsDep):
     """Store a run record (spec/api.md). Nothing is stored from a rejected request."""
     s = request.app.state.settings
     run = _parse(RunIn, await read_capped(request, s.max_body_bytes, "run record"))
     principal(request).check_benchmarks({run.benchmark})
-    run_id, created = await run_in_threadpool(ingest.store_run, request.app.state.sessions, run)
+    run_id, created = await run_in_threadpool(ingest.store_run, sessions, run)
     if created:
         await run_in_threadpool(_after_ingest, request, [run], [run_id])
     return JSONResponse({"id": run_id}, status_code=201 if created else 200)
@@ -64,7 +66,7 @@ async def create_run(request: Request):
              responses=ERRORS, dependencies=[IngestAccess],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
-async def create_runs(request: Request):
+async def create_runs(request: Request, sessions: SessionsDep):
     """Store many run records at once: all or nothing, one transaction; `422` names the record
     index and field. A record already stored (same idempotency key and body) gives its id.
     `traces` (one list per run) attaches files staged by `POST /api/v1/traces/stage` in the
@@ -73,11 +75,11 @@ async def create_runs(request: Request):
     batch = _parse(RunBatchIn, await read_capped(request, s.max_batch_bytes, "run batch"))
     principal(request).check_benchmarks({r.benchmark for r in batch.runs})
     if batch.traces is None:
-        ids, created = await run_in_threadpool(ingest.store_runs, request.app.state.sessions,
+        ids, created = await run_in_threadpool(ingest.store_runs, sessions,
                                                batch.runs)
     else:
         ids, created, added = await run_in_threadpool(
-            uploads.store_runs_with_traces, request.app.state.sessions, s.data_dir, batch.runs,
+            uploads.store_runs_with_traces, sessions, s.data_dir, batch.runs,
             batch.traces)
         for trace_id in added:
             await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, trace_id)
@@ -131,7 +133,6 @@ def get_run(run_id: Id, session: SessionDep):
 
 
 @router.delete("/runs/{run_id}", dependencies=[AdminAccess], responses=ERRORS)
-def delete_run(run_id: Id, request: Request, force: bool = False):
+def delete_run(run_id: Id, sessions: SessionsDep, settings: SettingsDep, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
-    return runs.delete(request.app.state.sessions, request.app.state.settings.data_dir, run_id,
-                       force)
+    return runs.delete(sessions, settings.data_dir, run_id, force)
