@@ -46,6 +46,9 @@ def _add_decode(csub: argparse._SubParsersAction) -> None:
                    help="routed experts as batched GEMMs, or as one resident-grid (persistent) "
                         "Triton kernel with a grid-wide barrier, one CTA per SM (CUDA)")
     d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
+    d.add_argument("--preset", choices=["cpu"],
+                   help="built-in settings: cpu = a CPU runner's gateable shape and one thread "
+                        "per rank (collectors/bench/presets.py; flags given beside it win)")
     d.add_argument("--kv-cache-gib", type=positive(float), default=4.0,
                    help="CPU only: memory granted to the KV cache")
     d.add_argument("--threads", type=positive(int), default=0,
@@ -55,9 +58,10 @@ def _add_decode(csub: argparse._SubParsersAction) -> None:
                    help="planted slowdown: extra shared-expert passes per layer")
     d.add_argument("--plant-slowdown-pct", type=positive(float), default=0.0,
                    help="CUDA: add a spin kernel costing this percent of the step time")
-    d.add_argument("--deterministic", action="store_true",
+    d.add_argument("--deterministic", nargs="?", const="on", default="off",
+                   choices=["off", "on", "both"],
                    help="deterministic kernels (torch.use_deterministic_algorithms, fixed cuBLAS "
-                        "workspace), to tell kernel nondeterminism from real differences")
+                        "workspace); `both`: every cell twice, without and with")
     d.add_argument("--seed", type=int, default=1234)
     d.add_argument("--benchmark", default="moe-decode")
     d.add_argument("--label")
@@ -89,6 +93,14 @@ def cmd_collect_decode(args: argparse.Namespace) -> int:
 
     if args.from_config:
         return _run_from_config(args)
+    if args.preset:
+        from ..bench.presets import GATE_ARGS, RUNS, apply_preset
+
+        apply_preset(args)
+        if not args.quiet:
+            print(f"preset {args.preset}: gate it with {GATE_ARGS[args.preset]}, "
+                  f"{RUNS[args.preset]} runs a commit against a baseline of at least 5",
+                  file=sys.stderr)
     shape = _shape(args)
     graphs = {"on": [True], "off": [False], "both": [False, True]}[args.graphs] if args.graphs \
         else [args.cuda_graphs]
@@ -97,7 +109,9 @@ def cmd_collect_decode(args: argparse.Namespace) -> int:
     # without --workdir, a temporary folder that goes when the records are written or posted
     temp = "" if args.workdir else tempfile.mkdtemp(prefix="perfwarden-decode-")
     cfg = _decode_config(args, shape, graphs[0], args.workdir or temp)
-    cells = [(o, g) for g in graphs for o in args.order]
+    cfg.deterministic = args.deterministic == "on"
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.deterministic]
+    cells = [(o, g, d) for d in modes for g in graphs for o in args.order]
     records: list[dict] = []
     try:
         try:
@@ -153,7 +167,6 @@ def _decode_config(args: argparse.Namespace, shape: dict, graphs: bool, workdir:
                         kv_cache_gib=args.kv_cache_gib, extra_work=args.extra_work, seed=args.seed,
                         threads=args.threads if args.device == "cpu" else 0,
                         plant_pct=args.plant_slowdown_pct, workdir=workdir,
-                        deterministic=args.deterministic,
                         benchmark=args.benchmark, label=args.label,
                         profile_timeout=args.profile_timeout, routed_kernel=args.routed_kernel,
                         quiet=args.quiet)
@@ -179,27 +192,33 @@ def _report_decode(records: list[dict]) -> None:
               file=sys.stderr)
 
 
-def _sweep(cfg, cells: list[tuple[str, bool]]) -> list[dict]:  # noqa: ANN001 - DecodeConfig
-    """A factorial sweep (shared-expert order x CUDA graphs, beside the batch sizes): one
-    process per cell, each running this very config with its cell's settings."""
+def _sweep(cfg, cells: list[tuple[str, bool, bool]]) -> list[dict]:  # noqa: ANN001 - DecodeConfig
+    """A factorial sweep (shared-expert order x CUDA graphs x deterministic mode, beside the
+    batch sizes): one process per cell, each running this very config with its cell's settings.
+    With a profiler and no --profile-batch-sizes, every batch size of every cell is profiled
+    (the traces that tell the cells apart), each pass bounded by --profile-steps."""
     import dataclasses
 
     work = Path(cfg.workdir or tempfile.mkdtemp(prefix="perfwarden-sweep-"))
     work.mkdir(parents=True, exist_ok=True)
     records: list[dict] = []
-    for i, (order, graphs) in enumerate(cells):
-        cell = dataclasses.replace(cfg, order=order, cuda_graphs=graphs,
-                                   workdir=str(work / f"cell{i}"))
+    profiled = cfg.profile_batch_sizes or (cfg.batch_sizes if cfg.profile != "none" else None)
+    for i, (order, graphs, det) in enumerate(cells):
+        cell = dataclasses.replace(cfg, order=order, cuda_graphs=graphs, deterministic=det,
+                                   profile_batch_sizes=profiled, workdir=str(work / f"cell{i}"))
         cfg_file, out = work / f"cell{i}.config.json", work / f"cell{i}.json"
         cfg_file.write_text(json.dumps(dataclasses.asdict(cell)))
-        name = f"{order} {'graphs' if graphs else 'eager'}"
+        name = f"{order} {'graphs' if graphs else 'eager'}" + (" deterministic" if det else "")
         print(f"cell {i + 1}/{len(cells)}: {name}", file=sys.stderr, flush=True)
         r = subprocess.run([sys.executable, "-m", "collectors", "collect", "decode",
                             "--from-config", str(cfg_file), "--cell-out", str(out)])
         if r.returncode != 0 or not out.is_file():
             raise CliError(f"cell {name} failed (exit {r.returncode}); the cells before it are in "
                            f"{work}")
-        records.extend(json.loads(out.read_text()))
+        for rec in json.loads(out.read_text()):  # the cell named its traces relative to its file
+            if rec.get("trace_files"):
+                rec["trace_files"] = [str(out.parent / f) for f in rec["trace_files"]]
+            records.append(rec)
     return records
 
 

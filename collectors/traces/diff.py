@@ -1,12 +1,39 @@
 """Trace diff: which kernels and which gap figures got slower or faster between two analyses."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
             "aux_busy_per_step_us", "aux_main_overlap_us_per_step", "step_gpu_time_us_mean",
             "step_gpu_time_us_median")
+
+
+def shown_names(names: Sequence[str], width: int = 60) -> dict[str, str]:
+    """Each name as a table shows it in `width` characters, always with the part that tells it
+    from the other names: a long name whose first difference from its nearest neighbour lies
+    past the width keeps its head (the function's name), then an ellipsis, then the text from
+    just before that difference, never a common prefix cut off where the names begin to
+    differ."""
+    uniq = sorted(set(names))
+    out: dict[str, str] = {}
+    for i, name in enumerate(uniq):
+        if len(name) <= width:
+            out[name] = name
+            continue
+        near = [uniq[j] for j in (i - 1, i + 1) if 0 <= j < len(uniq)]  # sorted: nearest prefixes
+        lcp = max((len(os.path.commonprefix([name, o])) for o in near), default=0)
+        if lcp < width - 12:
+            out[name] = name[: width - 1] + "…"
+            continue
+        fn = re.split(r"[<(]", name, maxsplit=1)[0]  # the function's name, its arguments cut
+        head = name[:max(8, min(len(fn), width - 24))]
+        start = max(len(head), lcp - 12)
+        tail = name[start:start + width - len(head) - 2]
+        out[name] = head + "…" + tail + ("…" if start + len(tail) < len(name) else "")
+    return out
 
 
 def _per_step(summary: Mapping[str, Any]) -> dict[str, dict]:
@@ -52,6 +79,9 @@ def diff_summaries(base: Mapping[str, Any], cand: Mapping[str, Any], limit: int 
                                                     ("slower" if cp > bp else "faster"
                                                      if cp < bp else "same"))})
     rows.sort(key=lambda r: -abs(r["delta_per_step_us"]))
+    shown = shown_names([r["name"] for r in rows])
+    for r in rows:
+        r["shown"] = shown[r["name"]]
     def side(s: Mapping[str, Any]) -> dict:
         o = s.get("ordering") or {}
         return {"source": s.get("source"), "steps": s.get("steps"),

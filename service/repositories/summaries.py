@@ -2,7 +2,7 @@
 newest id of the runs it covers. Repositories never commit: the caller owns the transaction."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import func, select
@@ -61,11 +61,20 @@ def of_kind(session: Session, bench_id: int, kind: str) -> list[Summary]:
 
 
 def put(session: Session, bench_id: int, kind: str, metric: str, label: str, covers: Coverage,
-        body: dict[str, Any], now: datetime) -> None:
-    """Store (or replace) one summary with the runs it covers."""
+        body: dict[str, Any], now: datetime) -> bool:
+    """Store (or replace) one summary with the runs it covers, computed at `now`; one stored
+    by a computation that began later is kept (False)."""
     row = get(session, bench_id, kind, metric, label)
     if row is None:
         row = Summary(benchmark_id=bench_id, kind=kind, metric=metric, label=label)
         session.add(row)
+    elif row.computed_at is not None and _aware(row.computed_at) > now:
+        return False
     row.runs, row.last_run_id, row.body, row.computed_at = covers[0], covers[1], body, now
     session.flush()
+    return True
+
+
+def _aware(t: datetime) -> datetime:
+    """SQLite gives back naive datetimes (stored as UTC)."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)

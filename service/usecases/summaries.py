@@ -6,7 +6,9 @@ page queues), and read by the dashboard's pages, which never refit.
   every run of the benchmark, and over each label with at least 3 runs (the labels of the runs
   that arrived since the last refresh, at most LABELS_PER_JOB of them; labels a page asks for;
   and every stored label whose runs changed);
-- change points (usecases/history.changepoints) of each metric's default-branch history.
+- change points (usecases/history.changepoints) of each metric's default-branch history;
+- the explain report (usecases/explain) of the non-identical repeats, for the same labels as
+  the attribution: the matrix page's and the PR comment's decision sentence.
 
 Each row stores the runs it covers (count and newest id). A page compares that with the runs
 now: a current summary is shown as it is; a stale one is shown as what it is (the runs it
@@ -23,14 +25,15 @@ from ..db import Session
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as repo
-from . import attribution, history
+from . import attribution, explain, history
 from .history import BenchmarkRow
 
 if TYPE_CHECKING:
     from ..models import Summary
 
 log = logging.getLogger("perfwarden.summaries")
-ATTRIBUTION, CHANGES = "attribution", "changepoints"
+ATTRIBUTION, CHANGES, EXPLAIN = "attribution", "changepoints", "explain"
+EXPLAINED = "determinism"  # the matrix's question: which key makes repeats differ
 ATTRIBUTED = ("determinism", "tok_s")  # in the order the matrix page says them
 LABELS_PER_JOB = 20
 MIN_RUNS = 3  # what attribution needs (usecases/attribution.compute)
@@ -38,25 +41,50 @@ MIN_RUNS = 3  # what attribution needs (usecases/attribution.compute)
 Recompute = Callable[[str, list[str]], None]  # (benchmark, labels)
 
 
-def refresh(session: Session, bench_name: str, labels: Sequence[str] = ()) -> int:
-    """The job: compute and store the benchmark's summaries. Returns how many were stored."""
+Put = tuple[str, str, str, "repo.Coverage", dict[str, Any]]  # kind, metric, label, covers, body
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A refresh's summaries, computed from one snapshot, not stored yet."""
+
+    bench_id: int
+    at: datetime
+    puts: list[Put]
+
+
+def compute(session: Session, bench_name: str, labels: Sequence[str] = ()) -> Computed:
+    """The benchmark's summaries, read and fitted with no write: the job fits them first and
+    stores them in a short transaction after (store), so ingest never waits behind the fits
+    (SQLite has one write lock; a refresh that held it across its fits stalled every ingest)."""
     bench = history.get_benchmark(session, bench_name)
     prev = repo.get(session, bench.id, ATTRIBUTION, "tok_s")
     covers = repo.coverage(session, bench.id)
     now = datetime.now(timezone.utc)
-    for metric in ATTRIBUTED:
-        repo.put(session, bench.id, ATTRIBUTION, metric, "", covers,
-                 _attribution_body(session, bench, metric, ""), now)
-    metrics = repo.metrics_of(session, bench.id)
-    for metric in metrics:
+    puts: list[Put] = [(ATTRIBUTION, m, "", covers, _attribution_body(session, bench, m, ""))
+                       for m in ATTRIBUTED]
+    puts.append((EXPLAIN, EXPLAINED, "", covers, _explain_body(session, bench, "")))
+    for metric in repo.metrics_of(session, bench.id):
         cps = history.changepoints(session, bench.name, metric)
-        repo.put(session, bench.id, CHANGES, metric, "", covers, cps.model_dump(mode="json"), now)
+        puts.append((CHANGES, metric, "", covers, cps.model_dump(mode="json")))
     todo = _labels_to_refresh(session, bench.id, labels, prev.last_run_id if prev else 0)
     for label, label_covers in sorted(todo.items()):
-        for metric in ATTRIBUTED:
-            repo.put(session, bench.id, ATTRIBUTION, metric, label, label_covers,
-                     _attribution_body(session, bench, metric, label), now)
-    return len(ATTRIBUTED) * (1 + len(todo)) + len(metrics)
+        puts += [(ATTRIBUTION, m, label, label_covers, _attribution_body(session, bench, m, label))
+                 for m in ATTRIBUTED]
+        puts.append((EXPLAIN, EXPLAINED, label, label_covers, _explain_body(session, bench, label)))
+    return Computed(bench.id, now, puts)
+
+
+def store(session: Session, done: Computed) -> int:
+    """Store a computed refresh; a summary a later refresh stored meanwhile is kept. Returns
+    how many were stored."""
+    return sum(repo.put(session, done.bench_id, kind, metric, label, covers, body, done.at)
+               for kind, metric, label, covers, body in done.puts)
+
+
+def refresh(session: Session, bench_name: str, labels: Sequence[str] = ()) -> int:
+    """Compute and store the benchmark's summaries in one transaction (seeding, tests)."""
+    return store(session, compute(session, bench_name, labels))
 
 
 def refresh_all(session: Session) -> int:
@@ -75,6 +103,28 @@ def _attribution_body(session: Session, bench: BenchmarkRow, metric: str, label:
         log.warning("attribution of %s/%s (label %r) not fitted: %s", bench.name, metric, label, e)
         return {"error": f"attribution could not be fitted: {e}", "field": "benchmark"}
     return out.model_dump(mode="json")
+
+
+def _explain_body(session: Session, bench: BenchmarkRow, label: str) -> dict[str, Any]:
+    try:
+        out = explain.explain(session, bench.name, EXPLAINED, [label] if label else None,
+                              largest_group=True)
+    except Invalid as e:  # too few runs, no digests, several GPUs: the answer for these runs
+        return {"error": e.message, "field": e.field}
+    except ValueError as e:  # statsmodels refuses this design
+        log.warning("explain of %s (label %r) not fitted: %s", bench.name, label, e)
+        return {"error": f"explain could not be fitted: {e}", "field": "benchmark"}
+    return out.model_dump(mode="json")
+
+
+def stored_explain(session: Session, name: str, label: str | None) -> dict[str, Any] | None:
+    """The stored explain report of the benchmark's runs (or one label's), as computed when
+    they arrived; None where there is none or it could not be made. Never fitted here."""
+    bench = history.get_benchmark(session, name)
+    row = repo.get(session, bench.id, EXPLAIN, EXPLAINED, label or "")
+    if row is None or "error" in row.body:
+        return None
+    return {**row.body, "current": _current(row, repo.coverage(session, bench.id, label or ""))}
 
 
 def _labels_to_refresh(session: Session, bench_id: int, asked: Sequence[str], after: int
