@@ -100,3 +100,45 @@ def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
 def last_of_series(metrics: list[MetricVerdict], i: int) -> bool:
     """Is verdict `i` the last of its series' run of rows (where that series' evidence goes)?"""
     return i == len(metrics) - 1 or metrics[i + 1].series != metrics[i].series
+
+
+@dataclass(frozen=True)
+class OrderingLine:
+    """The ordering check of one trace set as a reader sees it: its verdict (`ok`, `hazard` or
+    `unknown`), the check's name (the preset or "guarded kernels") and one line of why; for
+    `unknown`, the one thing to do to get an answer."""
+
+    verdict: str
+    check: str
+    reason: str
+    guarded: int | None = None
+
+    @property
+    def css(self) -> str:
+        return {"hazard": "fail", "ok": "pass"}.get(self.verdict, "inconclusive")
+
+
+def ordering_line(summary: Mapping[str, Any] | None, state: str = "done",
+                  error: str | None = None) -> OrderingLine:
+    """The ordering line of a trace set from its stored summary and analysis state (spec/metrics.md,
+    Ordering check verdicts): the check's verdict where it ran, else `unknown` with what to do
+    (wait for the analysis, fix the file, name the step range, name the guarded kernels)."""
+    from collectors.traces.pipeline import SERVER_PRESET
+
+    o = (summary or {}).get("ordering") or {}
+    if o.get("verdict"):
+        return OrderingLine(o["verdict"], o.get("preset") or "guarded kernels",
+                            o.get("reason") or "", o.get("guarded_kernels"))
+    check = SERVER_PRESET
+    if state == "pending":
+        return OrderingLine("unknown", check, "the trace is still being analyzed: reload this "
+                            "page once its analysis is done")
+    if state == "failed":
+        return OrderingLine("unknown", check, f"the analysis failed ({error or 'no reason'}): "
+                            "upload a trace the analysis can read")
+    if not summary or not summary.get("steps"):
+        return OrderingLine("unknown", check, "no decode steps found: name the step range with "
+                            "`perfwarden analyze FILE --step-regex REGEX`")
+    return OrderingLine("unknown", check, f"no kernel in the steps matched the {check} preset: "
+                        "name the guarded kernels with `perfwarden analyze FILE --guard-kernels "
+                        "REGEX` (the kernel table lists the names)", 0)

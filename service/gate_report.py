@@ -1,39 +1,35 @@
-"""Plain-text tables for `perfwarden gate` and `perfwarden noise`, from the typed results."""
+"""Plain-text tables for `perfwarden gate` and `perfwarden noise`, from the typed results
+(the gate's answer through its one view, gate_view.py)."""
 from __future__ import annotations
 
-from .format import interval, level_pct, num, pct, series_label
+from .format import interval, num, pct, series_label
+from .gate_view import view
 from .schemas import GateOut, NoiseOut
 
 
 def print_gate(r: GateOut) -> None:
+    v = view(r)
     vary = f"; varied: {', '.join(r.vary)}" if r.vary else ""
-    level = r.alpha / r.looks
-    print(f"verdict: {r.verdict.upper()}  ({r.benchmark}: runs {r.candidate_run_ids} vs "
-          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary}; alpha "
-          f"{r.alpha:g}" + (f" over {r.looks} looks" if r.looks > 1 else "") + ")")
+    print(f"verdict: {v.word}  ({r.benchmark}: runs {r.candidate_run_ids} vs "
+          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary}; {v.alpha})")
     # the series label is never cut: it gets its own line above each metric row
     print(f"\n  {'metric':<22} {'base mean':>12} {'cand mean':>12} {'change':>9} "
-          f"{level_pct(level) + ' CI':>17} {'bound':>8} {'thr':>6}  verdict")
+          f"{v.level + ' CI':>17} {'bound':>8} {'thr':>6}  verdict")
     last = None
-    for m in r.metrics:
-        label = series_label(m.series)
-        if label != last:
-            print(f"  [{label}]")
-            last = label
-        ci = "-" if m.method == "exact" else interval(m.ci_low_pct, m.ci_high_pct)
-        bound = "-" if m.method == "exact" else pct(m.bound_pct)
-        name = m.name if m.role == "gate" else f"{m.name} (evidence)"
+    for row in v.rows:
+        m = row.metric
+        if row.series != last:
+            print(f"  [{row.series}]")
+            last = row.series
+        ci = "-" if row.exact else interval(m.ci_low_pct, m.ci_high_pct)
+        bound = "-" if row.exact else pct(m.bound_pct)
+        name = f"{m.name} (evidence)" if row.evidence_only else m.name
         print(f"  {name:<22} {num(m.baseline.mean):>12} {num(m.candidate.mean):>12} "
               f"{pct(m.delta_pct):>9} {ci:>17} {bound:>8} {m.threshold_pct:>5g}%  {m.verdict}")
-    for m in r.metrics:
-        if m.verdict != "pass" and m.role == "gate":
-            print(f"  - {m.name} [{series_label(m.series)}]: {m.reason}")
-        if m.spread_from == "history":
-            print(f"  - {m.name} [{series_label(m.series)}]: run-to-run spread from the series' "
-                  f"history ({m.spread_runs} runs)")
-        if m.spread_from == "candidate":
-            print(f"  - {m.name} [{series_label(m.series)}]: run-to-run spread from the candidate's "
-                  f"{m.spread_runs} runs (wider than the series' history)")
+    for row in v.rows:
+        for note in (row.reason, row.spread):
+            if note is not None:
+                print(f"  - {row.metric.name} [{row.series}]: {note}")
 
 
 def print_noise(r: NoiseOut) -> None:

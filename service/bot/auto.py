@@ -10,7 +10,7 @@ import threading
 from ..db import transaction
 from ..usecases.prcomments import pr_verdict, record_comment
 from .github import GitHub
-from .markdown import marker, render
+from .markdown import marker, render, with_pending
 
 log = logging.getLogger("perfwarden.bot")
 _LOCKS: dict[tuple[str, int, str], threading.Lock] = {}
@@ -41,7 +41,9 @@ def post_for_run(sessions, settings, run_id: int) -> None:  # noqa: ANN001 - ses
     with _pr_lock(v.repository, v.pr, v.benchmark):
         with transaction(sessions) as session:  # again, under the lock: the newest runs
             v = pr_verdict(session, run_id, s.bot_baseline, s.gate_alpha) or v
-        body = render(v.comparison, s.dashboard_url)
+        # while a trace is analyzed the comment says so; its job edits the comment when done
+        body = with_pending(render(v.comparison, s.dashboard_url), v.pending,
+                            "this comment is edited when they are")
         with GitHub(s.github_token.get_secret_value(), s.github_api_url) as gh:
             comment, _ = gh.upsert(v.repository, v.pr, marker(v.benchmark, s.bot_baseline), body)
         with transaction(sessions) as session:

@@ -8,11 +8,12 @@ import sys
 from collectors.errors import CliError, Refused, Unreachable, UsageError
 from collectors.options import thresholds
 
-from ..cli_common import pending_evidence
-from ..schemas import CompareOut, ExperimentOut
+from ..cli.common import pending_evidence
+from ..format import md
+from ..schemas import CompareOut, ExperimentOut, ExplainOut
 from .check import error_title, post_check, post_error_check
 from .github import GitHub, GitHubError
-from .markdown import append_step_summary, marker, render
+from .markdown import append_step_summary, marker, render, with_pending
 
 
 def github_error(e: GitHubError) -> CliError:
@@ -106,6 +107,35 @@ def post_error(args) -> int:
     return 0
 
 
+def explain_section(args, api) -> str:  # noqa: ANN001
+    """The PR comment's section on the benchmark's factorial matrix (GET /api/v1/explain: the
+    key that explains its non-identical repeats and the decision), "" when the benchmark has no
+    matrix to explain (the server refuses: too few runs, one cell, no repeats)."""
+    try:
+        ex = ExplainOut.model_validate(api(args.server, "GET", "/api/v1/explain",
+                                           params={"benchmark": args.benchmark}))
+    except Refused:
+        return ""
+    if ex.key is None:
+        return ""
+    base = (args.dashboard_url or args.server or "").rstrip("/")
+    from urllib.parse import quote
+
+    link = f" ([the matrix]({base}/benchmarks/{quote(ex.benchmark, safe='')}/matrix))" \
+        if base else ""
+    return (f"### What explains the {md(ex.benchmark, code=True)} matrix\n\n"
+            f"{md(ex.decision)}{link}\n\n"
+            f"<sub>`perfwarden explain` over {ex.runs} runs on {md(ex.gpu)}; p Holm-corrected "
+            "across the config keys.</sub>\n")
+
+
+def _with_explain(body: str, args, api) -> str:  # noqa: ANN001
+    """The comment with the matrix's section after it (a comparison's comment, not an
+    experiment's: an experiment's arms are no matrix)."""
+    section = "" if getattr(args, "experiment", None) else explain_section(args, api)
+    return body.rstrip("\n") + "\n\n" + section if section else body
+
+
 def post_comment(args, api) -> int:
     if getattr(args, "error", None) is not None:
         return post_error(args)
@@ -129,13 +159,10 @@ def post_comment(args, api) -> int:
     pr = getattr(args, "pr", None)
     if not pr and not check:
         raise UsageError("comment: give --pr NUMBER (or --check for the commit's check alone)")
-    body = render(cmp, args.dashboard_url, args.server, query)
+    body = _with_explain(render(cmp, args.dashboard_url, args.server, query), args, api)
     waiting = None if getattr(args, "experiment", None) else \
         pending_evidence(args.server, cmp.candidate_run_ids, api)
-    if waiting:  # under the headline: the tables below lack the traces' evidence for now
-        head, rest = body.split("\n\n", 1)
-        body = f"{head}\n\n**{waiting[0].upper()}{waiting[1:]}**: the tables below show it " \
-               f"once they are; re-run `perfwarden comment` to add it.\n\n{rest}"
+    body = with_pending(body, waiting, "re-run `perfwarden comment` to add it")
     if args.dry_run:
         print(body)
         return 0

@@ -44,7 +44,7 @@ class GitHub:
                 r = self._client.request(method, url, **kw)
             except httpx.TransportError as e:
                 if attempt == RETRIES:
-                    raise GitHubError(f"cannot reach the GitHub API at {self._client.base_url}: "
+                    raise GitHubError(f"cannot reach the GitHub API at {self._url(url)}: "
                                       f"{type(e).__name__}") from None
                 time.sleep(self.backoff_s * 2 ** attempt)
                 continue
@@ -65,10 +65,15 @@ class GitHub:
                 hint = {401: "bad or expired GITHUB_TOKEN", 403: "token lacks permission or is "
                         "rate limited", 404: "repository or pull request not found (or the token "
                         "cannot see it)"}.get(r.status_code, "")
-                raise GitHubError(f"GitHub API {method} {url.split('?')[0]} answered "
+                raise GitHubError(f"GitHub API {method} {self._url(url)} answered "
                                   f"{r.status_code}: {msg or hint}".rstrip(": "), r.status_code)
             return r
         raise GitHubError("GitHub API kept failing")  # pragma: no cover
+
+    def _url(self, url: str) -> str:
+        """The request's whole URL less its query, for messages: which GitHub was asked."""
+        path = url.split("?")[0]
+        return path if "://" in path else str(self._client.base_url).rstrip("/") + path
 
     def _pages(self, first: str) -> list[dict]:
         """Every item of a paginated list (following the Link header's rel="next")."""

@@ -1,23 +1,13 @@
-"""The PR comment: a careful engineer's "Validation" section, written from the compare data."""
+"""The PR comment: a careful engineer's "Validation" section, written from the compare data
+(the verdicts through their one view, service/gate_view.py); the check run and the job summary
+take its pieces."""
 from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
-from ..evidence import evidence, last_of_series
-from ..format import (
-    hardware,
-    interval,
-    level_pct,
-    md,
-    md_comment,
-    num,
-    pct,
-    quantity,
-    series_label,
-    split_series,
-    trace_rank,
-)
-from ..schemas import CompareOut, GateOut, MetricVerdict
+from ..format import hardware, interval, md, md_comment, num, pct, quantity, trace_rank
+from ..gate_view import GateView, view
+from ..schemas import CompareOut, GateOut
 
 ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
         "improvement": "🚀"}
@@ -33,53 +23,52 @@ def verdict_table(cmp: GateOut) -> list[str]:
     """The constant config keys once, then one row per metric verdict holding only the keys that
     differ between rows; under the verdicts of each series, its profiler evidence where there
     is some."""
-    common, diffs = split_series([m.series for m in cmp.metrics])
+    v = view(cmp)
     lines = []
-    if common:
-        lines += [f"Every row: {md(series_label(common), code=True)}", ""]
-    show_series = any(diffs)
+    if v.common:
+        lines += [f"Every row: {md(v.common_label, code=True)}", ""]
+    show_series = any(row.differs for row in v.rows)
     head = ["metric"] + (["series"] if show_series else []) + [
-        "baseline mean", "candidate mean", "n (runs) base / cand",
-        f"change ({level_pct(cmp.alpha / cmp.looks)} CI)",
+        "baseline mean", "candidate mean", "n (runs) base / cand", f"change ({v.level} CI)",
         "worse-side bound", "threshold", "verdict"]
     lines += ["| " + " | ".join(head) + " |",
               "|" + "|".join(["---"] * (1 + show_series) + ["---:"] * 6 + ["---"]) + "|"]
-    for i, (m, diff) in enumerate(zip(cmp.metrics, diffs)):
-        exact = m.method == "exact"
+    for row in v.rows:
+        m, exact = row.metric, row.exact
         ci = "" if exact or m.ci_low_pct is None else f" ({interval(m.ci_low_pct, m.ci_high_pct)})"
-        role = "" if m.role == "gate" else " (evidence)"
+        role = " (evidence)" if row.evidence_only else ""
         cells = [f"{md(m.name, code=True)}{role}"] + (
-            [md(series_label(diff)) if diff else NA] if show_series else []) + [
+            [md(row.differs) if row.differs else NA] if show_series else []) + [
             md(quantity(m.baseline.mean, m.unit, missing=NA)),
             md(quantity(m.candidate.mean, m.unit, missing=NA)),
             f"{m.baseline.n} ({m.baseline.runs}) / {m.candidate.n} ({m.candidate.runs})",
             f"{pct(m.delta_pct, NA)}{ci}", NA if exact else pct(m.bound_pct, NA),
             f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"]
         lines.append("| " + " | ".join(cells) + " |")
-        ev = evidence(cmp, m) if last_of_series(cmp.metrics, i) else None
-        if ev:
-            lines.append(f"| ↳ evidence | {ev.text()} |" + " |" * (len(head) - 2))
+        if row.evidence:
+            lines.append(f"| ↳ evidence | {row.evidence.text()} |" + " |" * (len(head) - 2))
     lines.append("")
     return lines
 
 
 def headline(cmp: GateOut) -> str:
-    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{md(cmp.verdict.upper())}** — "
+    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{md(view(cmp).word)}** — "
             f"{md(cmp.benchmark, code=True)} vs baseline {md(cmp.baseline, code=True)}")
 
 
 def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
            query: dict[str, str] | None = None) -> str:
+    v = view(cmp)
     lines = [marker(cmp.benchmark, cmp.baseline), f"## {headline(cmp)}", ""]
-    lines += _preamble(cmp)
+    lines += _preamble(cmp, v)
     lines += verdict_table(cmp)
-    lines += _evidence(cmp)
+    lines += _evidence(cmp, v)
     lines += _batch_matrix(cmp)
     lines += kernel_table(cmp)
     lines += _trace_links(cmp, dashboard_url or server_url)  # the dashboard serves the traces too
     lines.append("")
     lines += reasons(cmp)
-    lines += ["", _compared(cmp)]
+    lines += ["", _compared(cmp, v)]
     url = compare_url(cmp, dashboard_url, query)
     if url:
         what = "experiment" if cmp.baseline.startswith("experiment:") else "comparison"
@@ -87,7 +76,17 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
     return "\n".join(lines) + "\n"
 
 
-def _preamble(cmp: CompareOut) -> list[str]:
+def with_pending(body: str, note: str | None, then: str) -> str:
+    """The comment with the pending-evidence note under its headline (the tables below lack
+    the traces' evidence for now); `then`: what brings the evidence in."""
+    if not note:
+        return body
+    head, rest = body.split("\n\n", 1)
+    return f"{head}\n\n**{md(note[0].upper() + note[1:])}**: the tables below show it once " \
+           f"they are; {then}.\n\n{rest}"
+
+
+def _preamble(cmp: CompareOut, v: GateView) -> list[str]:
     """What was compared how (an experiment's blocks, keys varied on purpose) and the
     regressions, above the table."""
     lines: list[str] = []
@@ -99,21 +98,21 @@ def _preamble(cmp: CompareOut) -> list[str]:
     if cmp.vary:
         lines += [f"Varied on purpose: {', '.join(md(k, code=True) for k in cmp.vary)} (each row shows "
                   "baseline→candidate).", ""]
-    regress = [m for m in cmp.metrics if m.verdict == "regression"]
-    if regress:
+    if v.regressions:
         lines.append("**Regressions:** " + "; ".join(
-            f"{md(m.name, code=True)} {pct(m.delta_pct, NA)}{_which(cmp, m)}" for m in regress))
+            f"{md(r.metric.name, code=True)} {pct(r.metric.delta_pct, NA)}{_which(r.differs)}"
+            for r in v.regressions))
         lines.append("")
     return lines
 
 
-def _evidence(cmp: CompareOut) -> list[str]:
+def _evidence(cmp: CompareOut, v: GateView) -> list[str]:
     """KV-cache capacity, the routed experts' ordering check and determinism, one line each."""
     lines = []
-    kv = [m for m in cmp.metrics if m.name == "kv_capacity_tokens"]
+    kv = [r for r in v.rows if r.metric.name == "kv_capacity_tokens"]
     if kv:
         lines.append("**KV-cache capacity:** " + "; ".join(
-            f"{md(m.reason)}{_which(cmp, m)}" for m in kv))
+            f"{md(r.metric.reason)}{_which(r.differs)}" for r in kv))
     td = cmp.trace_diff
     if td and (td["base"].get("ordering") or td["candidate"].get("ordering")):
         bo, co = td["base"], td["candidate"]
@@ -154,19 +153,17 @@ def _trace_links(cmp: CompareOut, base_url: str | None) -> list[str]:
     return ["", "**Traces:** " + ", ".join(links[:12])] if links else []
 
 
-def _compared(cmp: CompareOut) -> str:
+def _compared(cmp: CompareOut, v: GateView) -> str:
     """The closing line: which runs, on what hardware, at which level."""
     c = cmp.candidate_runs[0] if cmp.candidate_runs else None
     hw = c.hardware if c else {}
     commit = f" (commit {md(c.commit, code=True)})" if c and c.commit else ""
     device = hardware(hw.get("gpu"), hw.get("gpu_count"))
-    level = level_pct(cmp.alpha / cmp.looks)
     return (f"Compared: candidate run(s) {', '.join(map(str, cmp.candidate_run_ids))}"
             f"{commit} against baseline {md(cmp.baseline, code=True)} "
             f"run(s) {', '.join(map(str, cmp.baseline_run_ids)) or 'none'}; "
-            f"{f'hardware {md(device)}; ' if device else ''}{md(cmp.correction)}, "
-            f"alpha {cmp.alpha:g}" + (f" over {cmp.looks} looks" if cmp.looks > 1 else "") +
-            f". `pass` means the one-sided {level} bound rules out a regression of the "
+            f"{f'hardware {md(device)}; ' if device else ''}{md(cmp.correction)}, {v.alpha}"
+            f". `pass` means the one-sided {v.level} bound rules out a regression of the "
             "threshold's size; metrics marked (evidence) explain and never decide.")
 
 
@@ -186,16 +183,14 @@ def kernel_table(cmp: GateOut) -> list[str]:
 
 
 def reasons(cmp: GateOut) -> list[str]:
-    return [f"- {md(m.name, code=True)}{_which(cmp, m)}: {md(m.reason)}" for m in cmp.metrics
-            if m.verdict != "pass" and m.role == "gate"]
+    return [f"- {md(r.metric.name, code=True)}{_which(r.differs)}: {md(r.reason)}"
+            for r in view(cmp).reasons]
 
 
-def _which(cmp: GateOut, m: MetricVerdict) -> str:
-    """` (M=8)`: the keys that tell this verdict's series from the others (the rest are in the
+def _which(differs: str) -> str:
+    """` (M=8)`: the keys that tell a verdict's series from the others (the rest are in the
     table's header line); empty where every row shares them."""
-    _, diffs = split_series([x.series for x in cmp.metrics])
-    diff = next(d for x, d in zip(cmp.metrics, diffs) if x is m)
-    return f" ({md(series_label(diff))})" if diff else ""
+    return f" ({md(differs)})" if differs else ""
 
 
 def compare_url(cmp: GateOut, dashboard_url: str | None,

@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..models import PrComment, Run
+from ..models import PrComment, Run, TraceFile
 
 
 def pr_context(session: Session, run_id: int) -> tuple[str, str, int, list[int]] | None:
@@ -35,3 +35,26 @@ def save_comment(session: Session, repository: str, pr: int, benchmark: str, bas
                               updated_at=now))
     else:
         row.comment_id, row.verdict, row.updated_at = comment_id, verdict, now
+
+
+def pending_traces(session: Session, run_ids: list[int]) -> dict[int, int]:
+    """How many traces of each run are waiting for their analysis (runs with none left out)."""
+    rows = session.execute(select(TraceFile.run_id).where(TraceFile.run_id.in_(run_ids),
+                                                          TraceFile.state == "pending"))
+    out: dict[int, int] = {}
+    for (rid,) in rows:
+        out[rid] = out.get(rid, 0) + 1
+    return out
+
+
+def commented_run(session: Session, trace_id: int, baseline: str) -> int | None:
+    """The trace's run, when a PR comment against `baseline` was already posted for the run's
+    PR and benchmark; None otherwise."""
+    trace = session.get(TraceFile, trace_id)
+    run = session.get(Run, trace.run_id) if trace is not None else None
+    if run is None or not run.repository or not run.pr:
+        return None
+    posted = session.scalars(select(PrComment.id).filter_by(
+        repository=run.repository, pr=run.pr, benchmark=run.benchmark.name,
+        baseline=baseline)).first()
+    return run.id if posted is not None else None

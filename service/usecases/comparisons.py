@@ -16,6 +16,7 @@ from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, latency_fa
 
 from ..db import Session
 from ..errors import Invalid, NotFound
+from ..repositories import evaluations as evaluations_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..repositories.runs import RunKey
@@ -59,7 +60,7 @@ class Selection:
     thresholds: Mapping[str, float] = field(default_factory=dict)
     vary: tuple[str, ...] = ()
     alpha: float = 0.05
-    looks: int = 1  # asked for; the looks stored with an experiment's runs win
+    looks: int = 1  # asked for; an experiment's stored plan wins
 
     @classmethod
     def of(cls, req: GateIn, alpha: float) -> Selection:
@@ -150,6 +151,38 @@ def nearest_reason(cand: Series, base: Sequence[Series], vary: Sequence[str]) ->
         return ", ".join(f"{k}={cfg[k]}" if k in cfg else f"no {k}" for k in keys)
 
     return f": no baseline run with {show(mine)}; the baseline has {show(theirs)}"
+
+
+# what says which server a run measured (spec/api.md, Engine identity): runs whose known values
+# of one of these differ are never pooled or compared unless the request varies the key
+IDENTITY_KEYS = ("model", "tp", "dp", "pp", "ep", "kv_cache_dtype", "gpu", "gpu_count")
+
+
+def check_identity(baseline: Mapping[int, Mapping[str, Any]],
+                   candidate: Mapping[int, Mapping[str, Any]], vary: Sequence[str],
+                   sides: tuple[str, str] = ("baseline", "candidate"), field: str = "run_ids"
+                   ) -> None:
+    """Invalid (422, one line naming the key and both values) when, for an identity key the
+    request does not vary, every run of one side that knows it differs from every run of the
+    other side that knows it: runs of two servers. A key a run does not know (no `model` in an
+    old record) is no difference; a side holding several values (a sweep of GPU counts) is
+    matched series by series."""
+    for key in IDENTITY_KEYS:
+        if key in vary:
+            continue
+        known = [{i: d[key] for i, d in side.items() if d.get(key) not in (None, "")}
+                 for side in (baseline, candidate)]
+        if not known[0] or not known[1]:
+            continue
+        values = [{repr(v) for v in k.values()} for k in known]
+        if values[0] & values[1]:
+            continue
+        (b_id, b_val), (c_id, c_val) = min(known[0].items()), min(known[1].items())
+        how = "name it with --vary to compare across it" if key not in FIXED_SERIES_KEYS \
+            else "they are never compared"
+        raise Invalid(f"{key}: {sides[0]} run {b_id} has {key}={b_val!r} and {sides[1]} run "
+                      f"{c_id} has {key}={c_val!r}: runs of differing {key} are not pooled "
+                      f"({how})", field, code="identity_differs")
 
 
 def varied_keys(baseline_cfgs: Sequence[dict], candidate_cfgs: Sequence[dict]) -> list[str]:
@@ -244,6 +277,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
     base_ids = count_once(sorted(i for i in base_ref_ids if i in keys), keys,
                           exclude={keys[i].body_sha256 for i in asked})
     series = series_repo.series_rows(session, {keys[i].series_id for i in cand_ids + base_ids})
+    check_identity({i: series_desc(series[keys[i].series_id]) for i in base_ids},
+                   {i: series_desc(series[keys[i].series_id]) for i in cand_ids}, sel.vary)
     names, defs = _pick(session, cand_ids, sel.metrics, "candidate runs")
     samples = runs_repo.samples_of(session, cand_ids + base_ids, names)
     vary = list(sel.vary)
@@ -282,14 +317,20 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
                 no_baseline_reason=why or (f"baseline runs of this series have no {name}"
                                            if not b_ids else None),
                 baseline_ids=tuple(b_ids), candidate_ids=tuple(c_ids), role=d.role))
-    if few:
-        # the history spread of every few-run comparison of the request, in one query
-        spread = history.recent_means(session, bench, list(set(few.values())),
-                                      exclude=set(cand_ids) | set(base_ids), limit=HISTORY_RUNS)
-        for at, pair in few.items():
-            items[at] = replace(items[at], history=tuple(spread[pair]))
+    _with_history_spread(session, bench, items, few, set(cand_ids) | set(base_ids))
     return Comparisons(sel.benchmark, sel.baseline, sorted(base_ids), cand_ids, vary, sel.alpha,
                        1, False, items)
+
+
+def _with_history_spread(session: Session, bench: history.BenchmarkRow, items: list[Comparison],
+                         few: dict[int, tuple[int, str]], exclude: set[int]) -> None:
+    """The history spread of every few-run comparison of the request (item -> its series and
+    metric), in one query."""
+    if few:
+        spread = history.recent_means(session, bench, list(set(few.values())), exclude=exclude,
+                                      limit=HISTORY_RUNS)
+        for at, pair in few.items():
+            items[at] = replace(items[at], history=tuple(spread[pair]))
 
 
 def _experiment(session: Session, sel: Selection) -> Comparisons:
@@ -304,9 +345,12 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
         raise Invalid(f"experiment {exp_id!r}: both arms need runs (baseline "
                       f"{len(ids['baseline'])}, candidate {len(ids['candidate'])})", "experiment")
     block_of = {r.id: r.experiment_block for r in rows}
-    stored = [r.experiment_looks for r in rows if r.experiment_looks]
-    looks = max(stored) if stored else sel.looks
+    plan = evaluations_repo.plans(session, {exp_id}).get(exp_id)
+    looks = plan.looks if plan is not None and plan.looks else sel.looks  # the stored plan's
     series = series_repo.series_rows(session, {keys[i].series_id for i in keys})
+    arm_desc = {arm: {i: series_desc(series[keys[i].series_id]) for i in ids[arm]} for arm in ARMS}
+    check_identity(arm_desc["baseline"], arm_desc["candidate"], sel.vary,
+                   ("baseline arm", "candidate arm"), "experiment")
     cfg = {arm: [series[keys[i].series_id].config for i in ids[arm]] for arm in ARMS}
     varied = sorted(set(varied_keys(cfg["baseline"], cfg["candidate"])) | set(sel.vary))
     names, defs = _pick(session, ids["candidate"], sel.metrics, "the candidate arm")

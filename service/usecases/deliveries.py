@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any
 
 import httpx
@@ -81,10 +80,7 @@ def webhook(sessions: SessionFactory, settings: Settings, alert_id: int,
         a = repo.get(session, alert_id)
         if a is None:
             return
-        a.webhook_attempts += 1
-        if err is None:
-            a.webhook_delivered_at = datetime.now(timezone.utc)
-        a.notify_error = err
+        repo.record_webhook(a, err)
     if err is not None:
         log.warning("alert %s webhook: %s", alert_id, err)
         if transient:
@@ -104,8 +100,6 @@ def github_issue(sessions: SessionFactory, settings: Settings, alert_id: int) ->
         a = repo.get(session, alert_id)
         if a is None:
             return
-        if issue:
-            a.github_issue = issue
-        a.notify_error = err[:1000] if err else a.notify_error
+        repo.record_issue(a, issue, err)
     if err is not None:
         raise Transient(err)

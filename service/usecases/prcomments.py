@@ -21,6 +21,7 @@ class PrVerdict:
     repository: str
     pr: int
     comparison: CompareOut
+    pending: str | None = None  # `profiler evidence pending: ...` while a trace is analyzed
 
 
 def pr_verdict(session, run_id: int, baseline: str,  # noqa: ANN001 - Session
@@ -36,7 +37,23 @@ def pr_verdict(session, run_id: int, baseline: str,  # noqa: ANN001 - Session
     except DomainError as e:
         log.warning("PR comment skipped for run %s: %s", run_id, e.message)
         return None
-    return PrVerdict(bench, repository, pr, cmp)
+    return PrVerdict(bench, repository, pr, cmp, pending_note(repo.pending_traces(session, ids)))
+
+
+def pending_note(waiting: dict[int, int]) -> str | None:
+    """The line a verdict carries while traces of its candidate runs are not analyzed yet (their
+    evidence is not in its tables): {run id: traces pending}."""
+    waiting = {rid: n for rid, n in waiting.items() if n}
+    if not waiting:
+        return None
+    return (f"profiler evidence pending: {sum(waiting.values())} trace(s) of run(s) "
+            f"{', '.join(map(str, sorted(waiting)))} not analyzed yet")
+
+
+def run_to_recomment(session, trace_id: int, baseline: str) -> int | None:  # noqa: ANN001
+    """After a trace's analysis ends (done or failed): the run whose PR comment, already
+    posted, is to be rendered again with the evidence; None when no comment was posted."""
+    return repo.commented_run(session, trace_id, baseline)
 
 
 def record_comment(session, v: PrVerdict, baseline: str,  # noqa: ANN001 - Session

@@ -24,7 +24,8 @@ def test_workflow_is_a_dozen_lines_using_the_action():
     assert wf["permissions"]["checks"] == "write" and wf["permissions"]["statuses"] == "write"
     assert wf["permissions"]["pull-requests"] == "write"
     (job,) = wf["jobs"].values()
-    assert "self-hosted" in job["runs-on"]
+    assert job["runs-on"] == "ubuntu-latest"  # a CPU runner: the action's defaults suit it
+    assert "--preset cpu" in load_action()["inputs"]["collect"]["default"]
     checkout, use = job["steps"]
     assert checkout["uses"].startswith("actions/checkout@")
     assert use["uses"] == "OWNER/perfwarden@v0" and "uses: ./" in WORKFLOW.read_text()
@@ -44,3 +45,14 @@ def test_action_is_a_composite_of_bash_steps():
         assert step["shell"] == "bash" and "${{" not in step["run"], step["name"]
     assert steps[-1]["if"] == "always()" and "comment --error" in steps[-1]["run"]
     assert "ingest" in " ".join(s["run"] for s in steps) and "--wait" in steps[3]["run"]
+
+
+def test_action_defaults_are_the_cpu_presets_measured_gate():
+    """The action's default gate and run count are what the CPU preset's measured spread holds
+    (collectors/bench/presets.py, docs/results.md)."""
+    from collectors.bench.presets import GATE_ARGS, RUNS
+
+    inputs = load_action()["inputs"]
+    assert inputs["gate-args"]["default"] == GATE_ARGS["cpu"]
+    assert int(inputs["runs"]["default"]) == RUNS["cpu"]
+    assert "--preset cpu" in inputs["collect"]["default"]

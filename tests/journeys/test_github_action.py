@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_runner import run_action
+from tests.action_runner import load, run_action
 from tests.conftest import ROOT
 from tests.github_standin import TOKEN, FakeGitHub
 
@@ -51,7 +51,7 @@ def test_action_on_a_pull_request_red_green_and_an_error(live_server, github, tm
            "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_API_URL": github.url,
            "GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(ROOT)}
     inputs = {"server": url, "collect": COLLECT + " --kv-cache-gib 2", "gate-args": GATE,
-              "dashboard-url": "http://dash.local", "wait": "300"}
+              "dashboard-url": "http://dash.local", "wait": "300", "runs": "1"}
 
     def push(sha: str) -> dict:
         return {"repository": "acme/engine", "sha": "f" * 40, "ref": "refs/pull/7/merge",
@@ -107,10 +107,67 @@ def test_an_unreachable_server_still_posts_a_failed_check(github, tmp_path):
     gh = {"repository": "acme/engine", "sha": "4" * 40, "ref_name": "main", "token": TOKEN,
           "event": {}}
     job = run_action({"server": "http://127.0.0.1:9", "collect": f"decode {CPU}",
-                      "gate-args": GATE}, gh, env, tmp_path)
+                      "gate-args": GATE, "runs": "1"}, gh, env, tmp_path)
     assert job.code("perfwarden ingest") == 69, job.steps
     (check,) = github.check_runs.values()
     assert check["head_sha"] == "4" * 40 and check["conclusion"] == "failure"
     assert check["output"]["title"] == ("ERROR: cannot reach http://127.0.0.1:9: [Errno 111] "
                                         "Connection refused")
     assert not github.comments  # a push has no pull request to comment on
+
+
+def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix(
+        live_server, github, tmp_path):
+    """The action's defaults as they are (the CPU preset, three runs a commit, `cpu_tok_s` at
+    its measured threshold): a commit planting three extra shared-expert passes (about 2.2x
+    slower on two cores, data/cpu_preset/) turns the check red, the fix green; one comment,
+    carrying the trace's evidence once its analysis landed."""
+    url, _ = live_server
+    main = []  # the baseline: five runs of main, one process each
+    for i in range(5):  # the first profiles, as the action's first run does
+        out = tmp_path / f"main{i}" / "runs.json"
+        pw("collect", "decode", "--preset", "cpu", "--quiet", "--out", str(out),
+           *(["--profile", "torch", "--profile-steps", "2"] if i == 0 else []))
+        main.append(str(out))
+    ids = pw("ingest", *main, "--branch", "main", "--commit", "a" * 40, "--server", url,
+             "--wait", "300").split()
+    assert len(ids) == 5
+    pw("baseline", "set", "main", "--benchmark", "moe-decode", "--server", url,
+       *[x for i in ids for x in ("--run", i)])
+    (tmp_path / "runner").mkdir()
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(tmp_path),
+           "RUNNER_TEMP": str(tmp_path / "runner"), "GITHUB_API_URL": github.url,
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "PYTHONPATH": str(ROOT)}
+    defaults = {k: v.get("default", "") for k, v in load()["inputs"].items()}
+    assert "--preset cpu" in defaults["collect"] and defaults["runs"] == "3"
+
+    def pr(sha: str) -> dict:
+        return {"repository": "acme/engine", "sha": "f" * 40, "ref_name": "9/merge",
+                "head_ref": "speedup", "token": TOKEN,
+                "event": {"pull_request": {"number": 9, "head": {"sha": sha}}}}
+
+    job = run_action({"server": url, "collect": defaults["collect"] + " --extra-work 3"},
+                     pr("5" * 40), env, tmp_path)
+    assert job.code("perfwarden verdict") == 1 and job.outputs["verdict"] == "fail", job.steps
+    assert len(job.outputs["run-ids"].split()) == 3
+    (check,) = github.check_runs.values()
+    assert check["conclusion"] == "failure"
+    (comment,) = github.comments.values()
+    assert "**FAIL**" in comment["body"] and "`cpu_tok_s`" in comment["body"]
+    assert "**Traces:** [baseline run" in comment["body"]
+    assert "[candidate run" in comment["body"]
+    assert "pending" not in comment["body"].lower()
+
+    job = run_action({"server": url}, pr("6" * 40), env, tmp_path)  # the fix: the defaults
+    assert not job.failed and job.outputs["verdict"] == "pass", job.steps
+    (fixed,) = [c for c in github.check_runs.values() if c["head_sha"] == "6" * 40]
+    assert fixed["conclusion"] == "success"
+    assert len(github.comments) == 1
+    assert "**PASS**" in next(iter(github.comments.values()))["body"]
+
+    job = run_action({"server": url, "baseline": "mian"}, pr("7" * 40), env, tmp_path)
+    assert job.code("perfwarden gate") == 65 and job.outputs["verdict"] == "error", job.steps
+    (err,) = [c for c in github.check_runs.values() if c["head_sha"] == "7" * 40]
+    assert err["conclusion"] == "failure" and "mian" in err["output"]["title"]
+    # one check per commit, each the outcome of that commit
+    assert sorted(c["head_sha"][0] for c in github.check_runs.values()) == ["5", "6", "7"]
