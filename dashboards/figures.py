@@ -22,10 +22,11 @@ def history(series: Sequence[Mapping[str, Any]], metric: str, unit: str, samples
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
         runs = s["runs"]
-        name = s["name"]
+        # one series: its name heads the chart, so the legend names only what each trace is
+        name = s["name"] + " " if len(series) > 1 else ""
         x = [r["started_at"] for r in runs]
         data.append(dict(type="scatter", x=x, y=[r["mean"] for r in runs], mode="lines+markers",
-                         name=f"{name} (run mean)", line=dict(color=color),
+                         name=f"{name}run mean", line=dict(color=color),
                          customdata=[[r["id"], r.get("commit") or "", r.get("label") or ""]
                                      for r in runs],
                          hovertemplate="run %{customdata[0]}<br>%{customdata[2]} "
@@ -36,18 +37,24 @@ def history(series: Sequence[Mapping[str, Any]], metric: str, unit: str, samples
                 tx.append(r["started_at"])
                 ty.append(v)
         if tx:
-            data.append(dict(type="scatter", x=tx, y=ty, mode="markers", name=f"{name} (trials)",
+            data.append(dict(type="scatter", x=tx, y=ty, mode="markers", name=f"{name}trials",
                              marker=dict(color=color, size=5, opacity=0.35),
                              hovertemplate="trial %{y:.2f}<extra></extra>"))
         band = bands.get(s["series_id"])
         if band and x:
             lo, mid, hi = band
-            data.append(dict(type="scatter", x=[x[0], x[-1], x[-1], x[0]], y=[lo, lo, hi, hi],
-                             fill="toself", mode="none", fillcolor=color, opacity=0.12,
-                             name=f"{name} baseline band", hoverinfo="skip"))
-            data.append(dict(type="scatter", x=[x[0], x[-1]], y=[mid, mid], mode="lines",
-                             line=dict(color=color, dash="dot", width=1),
-                             name=f"{name} baseline mean", hoverinfo="skip"))
+            # the band: a filled rectangle drawn under the runs, its edges dotted so that a band
+            # narrower than a marker still shows; one legend entry with the mean line
+            data.insert(0, dict(type="scatter", x=[x[0], x[-1], x[-1], x[0], x[0]],
+                                y=[lo, lo, hi, hi, lo], fill="toself", mode="lines",
+                                fillcolor=_rgba(color, 0.18), line=dict(color=color, width=1,
+                                                                       dash="dot"),
+                                name=f"{name}baseline band (mean ± 2 sd)", legendgroup=f"b{i}",
+                                hovertemplate=f"baseline band {lo:.4g} to {hi:.4g}<extra></extra>"))
+            data.insert(1, dict(type="scatter", x=[x[0], x[-1]], y=[mid, mid], mode="lines",
+                                line=dict(color=color, dash="dash", width=1.5),
+                                name=f"{name}baseline mean", legendgroup=f"b{i}", showlegend=False,
+                                hovertemplate=f"baseline mean {mid:.4g}<extra></extra>"))
         for c in changes.get(s["series_id"], []):
             first_change = not any(d.get("name") == "change point" for d in data)
             data.append(dict(type="scatter", x=[c["started_at"], c["started_at"]],
@@ -60,6 +67,11 @@ def history(series: Sequence[Mapping[str, Any]], metric: str, unit: str, samples
     layout = dict(**LAYOUT, title=dict(text=title), xaxis=dict(title=dict(text="run start (UTC)")),
                   yaxis=dict(title=dict(text=f"{metric} ({unit})" if unit else metric)))
     return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
 
 
 def distributions(dist: dict, metric: str) -> go.Figure:
@@ -77,55 +89,79 @@ def distributions(dist: dict, metric: str) -> go.Figure:
 ROLE_COLOR = {"main": "#1f77b4", "aux": "#ff7f0e", "other": "#7f7f7f"}
 
 
-def timeline(data: dict, min_gap_us: float = 10.0) -> go.Figure:
-    """Gantt of a few decode steps: one row per stream; idle gaps on the auxiliary lane shaded."""
-    fig = go.Figure()
-    rows = {}
-    for s in data["streams"]:
-        rows[(s["device"], s["stream"])] = f"GPU{s['device']} s{s['stream']} ({s['role']})"
-    for role in ("main", "aux", "other"):
-        ops = [o for o in data["ops"] if o["role"] == role]
-        if not ops:
-            continue
-        fig.add_trace(go.Bar(
-            base=[o["start_us"] for o in ops], x=[max(o["end_us"] - o["start_us"], 0.05) for o in ops],
-            y=[rows[(o["device"], o["stream"])] for o in ops], orientation="h",
-            marker_color=ROLE_COLOR[role], name=f"{role} stream ops",
-            customdata=[[o["name"][:90], o["end_us"] - o["start_us"], o["step"]] for o in ops],
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]:.1f} us, step %{customdata[2]}"
-                          "<extra></extra>"))
-    # idle gaps of the aux lane (union of aux streams) per device and step
-    gaps_x, gaps_y, gaps_base = [], [], []
-    by_dev: dict[int, list[tuple[int, float, float]]] = {}
-    for o in data["ops"]:
+def _aux_gaps(ops: list[dict], min_gap_us: float) -> list[tuple[int, float, float]]:
+    """(device, start, length) of each idle gap of at least `min_gap_us` on a device's
+    auxiliary lane (the union of its aux streams) within one step's ops."""
+    by_dev: dict[int, list[tuple[float, float]]] = {}
+    for o in ops:
         if o["role"] == "aux":
-            by_dev.setdefault(o["device"], []).append((o["step"], o["start_us"], o["end_us"]))
-    for dev, ivs in by_dev.items():
+            by_dev.setdefault(o["device"], []).append((o["start_us"], o["end_us"]))
+    out = []
+    for dev, ivs in sorted(by_dev.items()):
         ivs.sort()
-        label = f"GPU{dev} aux lane gaps"
-        cur_step: int | None = None
-        cur_end = 0.0
-        for step, s, e in ivs:
-            if step == cur_step and s > cur_end:
-                if s - cur_end >= min_gap_us:
-                    gaps_base.append(cur_end)
-                    gaps_x.append(s - cur_end)
-                    gaps_y.append(label)
-            if step != cur_step:
-                cur_step, cur_end = step, e
-            else:
-                cur_end = max(cur_end, e)
-    if gaps_x:
-        fig.add_trace(go.Bar(base=gaps_base, x=gaps_x, y=gaps_y, orientation="h",
-                             marker_color="rgba(214,39,40,0.5)", name=f"aux idle gap (>= {min_gap_us:g} us)",
-                             hovertemplate="idle %{x:.1f} us<extra></extra>"))
-    for st in data["steps"]:
-        fig.add_vrect(x0=st["start_us"], x1=st["end_us"], fillcolor="#eeeeee", opacity=0.3,
-                      line_width=0, layer="below")
-    fig.update_layout(**{**LAYOUT, "height": 160 + 40 * (len(rows) + (1 if gaps_x else 0))},
-                      barmode="overlay", title="per-stream timeline (first steps; us from step start)",
-                      xaxis_title="us")
-    fig.update_yaxes(autorange="reversed")
+        end = ivs[0][1]
+        for s, e in ivs[1:]:
+            if s - end >= min_gap_us:
+                out.append((dev, end, s - end))
+            end = max(end, e)
+    return out
+
+
+def timeline(data: dict, min_gap_us: float = 10.0) -> go.Figure:
+    """Gantt of a few steps, one panel per step framed on that step (its host range and the
+    device work launched in it, in us from the step's start), so the idle time between steps
+    of a serving engine never shrinks a step to a sliver; one row per stream, idle gaps on the
+    auxiliary lane shaded."""
+    from plotly.subplots import make_subplots
+
+    steps = data["steps"]
+    rows = {(s["device"], s["stream"]): f"GPU{s['device']} s{s['stream']} ({s['role']})"
+            for s in data["streams"]}
+    by_step: dict[int, list[dict]] = {}
+    for o in data["ops"]:
+        by_step.setdefault(o["step"], []).append(o)
+    titles = [f"step {st['step']} · {st['end_us'] - st['start_us']:,.0f} us" for st in steps]
+    fig = make_subplots(rows=max(1, len(steps)), cols=1, subplot_titles=titles or None,
+                        vertical_spacing=min(0.12, 0.5 / max(1, len(steps))))
+    seen: set[str] = set()
+    for r, st in enumerate(steps, start=1):
+        ops, t0 = by_step.get(st["step"], []), st["start_us"]
+        for role in ("main", "aux", "other"):
+            mine = [o for o in ops if o["role"] == role]
+            if not mine:
+                continue
+            fig.add_trace(go.Bar(
+                base=[o["start_us"] - t0 for o in mine],
+                x=[max(o["end_us"] - o["start_us"], 0.05) for o in mine],
+                y=[rows[(o["device"], o["stream"])] for o in mine], orientation="h",
+                marker_color=ROLE_COLOR[role], name=f"{role} stream ops", legendgroup=role,
+                showlegend=role not in seen,
+                customdata=[[o["name"][:90], o["end_us"] - o["start_us"], o["step"]] for o in mine],
+                hovertemplate="%{customdata[0]}<br>%{customdata[1]:.1f} us, step %{customdata[2]}"
+                              "<extra></extra>"), row=r, col=1)
+            seen.add(role)
+        gaps = _aux_gaps(ops, min_gap_us)
+        if gaps:
+            fig.add_trace(go.Bar(base=[g - t0 for _, g, _ in gaps], x=[n for _, _, n in gaps],
+                                 y=[f"GPU{d} aux lane gaps" for d, _, _ in gaps], orientation="h",
+                                 marker_color="rgba(214,39,40,0.5)", legendgroup="gap",
+                                 name=f"aux idle gap (>= {min_gap_us:g} us)",
+                                 showlegend="gap" not in seen,
+                                 hovertemplate="idle %{x:.1f} us<extra></extra>"), row=r, col=1)
+            seen.add("gap")
+        lo = min([st["start_us"]] + [o["start_us"] for o in ops]) - t0
+        hi = max([st["end_us"]] + [o["end_us"] for o in ops]) - t0
+        pad = (hi - lo) * 0.02 or 1.0
+        fig.add_vrect(x0=0, x1=st["end_us"] - t0, fillcolor="#eeeeee", opacity=0.3, line_width=0,
+                      layer="below", row=r, col=1)
+        fig.update_xaxes(range=[lo - pad, hi + pad], row=r, col=1,
+                         title_text="us from the step's start" if r == len(steps) else None)
+        fig.update_yaxes(autorange="reversed", row=r, col=1)
+    lanes = len(rows) + 1
+    fig.update_layout(**{**LAYOUT, "height": 140 + len(steps) * (50 + 26 * lanes)},
+                      barmode="overlay", title="per-stream timeline (first steps, each framed "
+                      "on its own)")
+    fig.update_layout(legend=dict(orientation="h", y=-0.6 / max(1, len(steps)), x=0))
     return fig
 
 

@@ -17,9 +17,10 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from service import gate_view
 from service.api.deps import ReadAccess, SessionDep
 from service.errors import Invalid
-from service.evidence import evidence, last_of_series
+from service.evidence import ordering_line
 from service.format import (
     hardware,
     interval,
@@ -179,14 +180,16 @@ def _parse_time(v: str | None, field: str) -> datetime | None:
 def matrix_page(request: Request, name: str, session: SessionDep, label: Opt = None,
                 baseline: Opt = None):
     cells, base = pages.matrix_cells(session, name, label, baseline)
-    what = (f"label {label}: newest run per cell" + (f", colored by change vs baseline {base}"
-                                                      if base else "")) if label else \
-        (f"baseline {base}: mean of its runs per cell" if base else "newest default-branch run")
+    what = (f"label {label}: newest run per cell" if label else
+            "newest default-branch run per cell") + (
+        f", colored by change vs the mean of baseline {base}'s runs" if base else "")
     fig = figures.matrix(cells, f"tok/s per cell ({what}; ± trial CV; bitwise-identical "
                                 "repeats)") if cells else None
     found = summaries.matrix_findings(session, name, label, _recompute(request))
+    explained = summaries.stored_explain(session, name, label)
     return _page(request, "matrix.html", title=f"{name} matrix · perfwarden", name=name,
                  figure=_fig(fig) if fig else None, findings=found.lines, findings_note=found.note,
+                 explained=explained,
                  label=label or "", baseline=base,
                  cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])))
 
@@ -210,20 +213,22 @@ def compare_page(*, request: Request, benchmark: Annotated[str, Query(min_length
               "figure": _fig(figures.distributions(d.model_dump(), d.metric))}
              for d, k in zip(shown, keys)]
     common, rows = _verdict_rows(cmp)
+    orderings = {rid: ordering_line(*st) for rid, st in runs.trace_states(
+        session, cmp.baseline_run_ids + cmp.candidate_run_ids).items()}
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
-                 dists=dists, rows=rows, common=common, level=level_pct(cmp.alpha / cmp.looks),
-                 show_series=any(label for _, label, _ in rows))
+                 dists=dists, rows=rows, common=common, level=gate_view.view(cmp).level,
+                 show_series=any(label for _, label, _ in rows), orderings=orderings)
 
 
 def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str | None]]]:
-    """The config keys every row shares (said once, in the table's header row) and per metric
-    verdict: the keys that differ, and under the last verdict of each series the profiler
-    evidence for that series (None on the others)."""
-    common, diffs = split_series([m.series for m in cmp.metrics])
-    return (series_label(common) if common else "",
-            [(m, series_label(d) if d else "", evidence(cmp, m).text(code="")
-              if last_of_series(cmp.metrics, i) else None)
-             for i, (m, d) in enumerate(zip(cmp.metrics, diffs))])
+    """The gate answer's view (service/gate_view.py, which the CLI and the PR comment render
+    too), spelled for the tables: the config keys every row shares (said once, in the header
+    row) and per metric verdict the keys that differ and, under the last verdict of each series,
+    that series' profiler evidence (None on the others)."""
+    gv = gate_view.view(cmp)
+    return gv.common_label, [
+        (r.metric, r.differs, None if r.evidence is None else r.evidence.text(code=""))
+        for r in gv.rows]
 
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)
@@ -249,9 +254,13 @@ def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 -
     s = request.app.state.settings
     v = runs.run_view(session, s.data_dir, run_id, steps, Sandbox.of(s))
     run = v["run"]
-    min_gap = (run.get("trace_summary") or {}).get("min_gap_us", 10.0)
-    timelines = [{"trace": t["trace"], "error": t["error"]} if "error" in t else
-                 {"trace": t["trace"], "figure": _fig(figures.timeline(t["data"], min_gap))}
+    sets = [{**ts, "ordering": ordering_line(ts["summary"], ts["state"], ts["error"])}
+            for ts in v["trace_sets"]]
+    summary = sets[0]["summary"] if sets else run.get("trace_summary")
+    min_gap = (summary or {}).get("min_gap_us", 10.0)
+    timelines = [{"trace": t["trace"], "set": t["set"], "error": t["error"]} if "error" in t else
+                 {"trace": t["trace"], "set": t["set"],
+                  "figure": _fig(figures.timeline(t["data"], min_gap))}
                  for t in v["timelines"]]
     workload = [(k, num(v, 3, "—") if isinstance(v, (int, float)) and not isinstance(v, bool)
                   else _value(v)) for k, v in _flat({k: run[k] for k in RUN_EXTRAS
@@ -259,7 +268,7 @@ def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 -
     return _page(request, "run.html", title=f"run {run_id} · perfwarden", run=run,
                  trials=run.get("trials") or [], timelines=timelines, workload=workload,
                  config=[(k, _value(v)) for k, v in run.get("config", {}).items()],
-                 summary=run.get("trace_summary"), series_name=v["series_name"], steps=steps)
+                 summary=summary, sets=sets, series_name=v["series_name"], steps=steps)
 
 
 def _flat(d: dict, prefix: str = "") -> list[tuple[str, object]]:

@@ -67,6 +67,12 @@ def move(session: Session, bench_name: str, name: str, run_ids: list[int]) -> Ba
     return row
 
 
+
+def drop_run(rows: list[Baseline], run_id: int) -> None:
+    """The run leaves these baselines' run sets (the run is being deleted)."""
+    for row in rows:
+        row.run_ids = [i for i in row.run_ids if i != run_id]
+
 def delete(session: Session, bench_name: str, name: str) -> None:
     session.delete(get_or_404(session, bench_name, name))
     session.flush()

@@ -27,10 +27,13 @@ def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int]
     return out
 
 
-def recent_runs(session: Session, bench_id: int, limit: int, metric: str) -> list[Any]:
-    """The newest `limit` runs of the benchmark (ix_runs_benchmark_started) with their config
-    and the metric's mean (None where a run lacks it)."""
-    ids = select(Run.id).where(Run.benchmark_id == bench_id) \
+def recent_runs(session: Session, bench_id: int, limit: int, metric: str,
+                series_id: int | None = None) -> list[Any]:
+    """The newest `limit` runs of the benchmark (ix_runs_benchmark_started), or of one of its
+    series (ix_runs_series_started), with their config and the metric's mean (None where a run
+    lacks it)."""
+    where = [Run.benchmark_id == bench_id] + ([Run.series_id == series_id] if series_id else [])
+    ids = select(Run.id).where(*where) \
         .order_by(Run.started_at.desc(), Run.id.desc()).limit(limit).subquery()
     q = (select(Run.id, Run.started_at, Run.label, Run.commit, Run.branch, Run.config,
                 RunMetric.mean)

@@ -104,10 +104,11 @@ def _panels(session: Session, bench: BenchmarkRow, metric: str, branch: str | No
     return sorted(out, key=lambda e: e["series_id"])
 
 
-def _recent(session: Session, bench_id: int) -> list[RecentRun]:
+def _recent(session: Session, bench_id: int, series_id: int | None) -> list[RecentRun]:
+    """The newest runs of the benchmark, or of the one series shown."""
     return [RecentRun(r.id, r.started_at.strftime("%Y-%m-%d %H:%M:%S"), r.label, r.commit,
                       r.branch, r.config, r.mean)
-            for r in views_repo.recent_runs(session, bench_id, RECENT, "tok_s")]
+            for r in views_repo.recent_runs(session, bench_id, RECENT, "tok_s", series_id)]
 
 
 def benchmark_view(session: Session, name: str, metric: str, series_id: int | None,
@@ -150,7 +151,7 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
         baseline=BaselineRef(base.name) if base else None,
         bands=_bands(session, bench, metric, list(base.run_ids)) if base else {},
         changes=changes, changes_note=note, unit=hist_repo.unit_of(session, bench.id, metric),
-        recent=_recent(session, bench.id), default_branch=home)
+        recent=_recent(session, bench.id, series_id), default_branch=home)
     if detail:
         shown = [r["id"] for h in main for r in h["runs"][-TRIAL_RUNS:]]
         view.samples = {rid: m.get(metric, []) for rid, m in
@@ -161,10 +162,10 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
 
 def matrix_cells(session: Session, name: str, label: str | None,
                  baseline: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """One cell per batch-size series: by default the baseline's runs (the newest baseline, or
-    `baseline`), else the newest default-branch run (never a PR run); with `label`, the newest
-    run of that label, and its change against the baseline's cell where one exists. Returns the
-    cells and the baseline's name."""
+    """One cell per batch-size series: by default the newest default-branch run (never a PR
+    run), with `label` the newest run of that label; each with its change against the mean of
+    the baseline's runs in that cell (the newest baseline, or `baseline`) where one exists, and
+    whether the run is one of the baseline's. Returns the cells and the baseline's name."""
     bench = history.get_benchmark(session, name)
     bases = baseline_repo.list_all(session, name)
     base = next((b for b in bases if b.name == baseline), None) if baseline else \
@@ -176,11 +177,9 @@ def matrix_cells(session: Session, name: str, label: str | None,
                  for h in base_hist if h["runs"]}
     if label:
         hist = series_runs(session, bench, "tok_s", label=label, branch=ALL_BRANCHES)
-    elif base_hist:
-        hist = base_hist
     else:
         hist = series_runs(session, bench, "tok_s")
-    from_base = hist is base_hist and bool(base_hist)
+    in_base = set(base.run_ids) if base else set()
     hist = [h for h in hist if "batch_size" in h["config"] and h["runs"]]
     latest = {h["series_id"]: h["runs"][-1] for h in hist}
     runs = runs_repo.runs_by_id(session, [r["id"] for r in latest.values()])
@@ -192,13 +191,13 @@ def matrix_cells(session: Session, name: str, label: str | None,
         variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
                                        "graphs" if cfg.get("cuda_graphs") else "eager",
                                        h["gpu"]) if x)
-        mean = base_mean[h["series_id"]] if from_base else last["mean"]
+        mean = last["mean"]
         ref = base_mean.get(h["series_id"])
         cv = 100.0 * last["stdev"] / last["mean"] if last["stdev"] is not None and last["mean"] \
             else None  # one trial: no spread to show
         cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
-                      "cv_pct": cv, "run_id": last["id"], "from_baseline": from_base,
-                      "change_pct": None if from_base or not ref else 100.0 * (mean / ref - 1),
+                      "cv_pct": cv, "run_id": last["id"], "in_baseline": last["id"] in in_base,
+                      "change_pct": None if not ref else 100.0 * (mean / ref - 1),
                       "det": f"{det.get('identical', '?')}/{det.get('repeats', '?')} identical"
                       if det else "no digests"})
     return cells, base.name if base else None

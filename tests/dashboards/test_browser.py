@@ -18,8 +18,9 @@ def seeded(settings):
         pytest.skip("the browser suite runs once, on SQLite")
     from service.seed import seed
 
-    # 68 + the A/B processes (24), the two experiments (36) and the shared-expert PR's matrix (24)
-    assert seed(settings, H200) == 166
+    # 68 + the A/B processes (24), the two experiments (36), the shared-expert PR's matrix (24),
+    # the explain matrix made twice (32) and the two decisions in GPU time (22)
+    assert seed(settings, H200) == 220
     return settings
 
 
@@ -65,8 +66,9 @@ def test_pages_render_with_charts(seeded, live_server, browser):
     url, app = live_server
     page, errors = _open(browser, url + "/", "index")
     rows = page.locator("#benchmarks > tbody > tr").count()
-    # header + moe-decode, -noise, -ab, -experiment, -matrix, -resident, -resident-experiment
-    assert rows == 8
+    # header + moe-decode, -noise, -ab, -experiment, -matrix, -resident, -resident-experiment,
+    # -explain
+    assert rows == 9
     assert not errors
     # the main benchmark: per-series verdicts against its baseline; one baseline run per series
     # and fewer than 5 history runs: spec/api.md, Few baseline runs makes each inconclusive, never a
@@ -151,7 +153,8 @@ def test_thirty_series_with_a_planted_step(seeded, live_server, browser):
         page, errors = _open(browser, f"{url}/alerts", "alerts", size)
         assert page.locator("#alerts tr.alert-row").count() == 1
         row = page.locator("#alerts tr.alert-row").inner_text()
-        assert "moe-decode-30" in row and "open" in row and "0000070abcdef" in row
+        assert "moe-decode-30" in row and "open" in row and "0000070abcde" in row
+        assert page.locator("#alerts tr.alert-row code.sha[title='0000070abcdef']").count() == 1
         assert not errors
         page, errors = _open(browser, f"{url}/", "index", size)
         assert "1 open" in page.locator("#benchmarks tr[data-benchmark='moe-decode-30']").inner_text()
@@ -191,7 +194,7 @@ def test_compare_and_run_pages(seeded, live_server, browser):
     traced = httpx.get(f"{url}/api/v1/runs", params={"label": "tp1-overlap-graphs"}).json()["data"]
     rid = next(r["id"] for r in traced if r["traces"])
     page, errors = _open(browser, f"{url}/runs/{rid}", "run")
-    assert page.locator(".timeline .barlayer").count() == 1
+    assert page.locator(".timeline .barlayer").count() == 3  # one panel per step shown
     assert "aux idle gap" in page.locator(".timeline").inner_text()
     assert page.locator("#trials tr").count() == 6
     assert "1,980" in page.locator("#trials").inner_text()  # SM clock per trial

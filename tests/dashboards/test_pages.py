@@ -138,3 +138,31 @@ def test_start_up_pays_for_what_a_first_page_view_would(settings, tmp_path):
     pages = len(list((root / "dashboards" / "templates").glob("*.html")))
     assert before == ["object", 0]  # nothing loaded when the app is built
     assert after == ["Template", pages, True]
+
+
+def test_traces_uploaded_one_by_one_are_the_runs_own_set(client, settings):
+    """The per-run upload names no group: a decode and a prefill file uploaded so are group 0,
+    the run's one set (as the route's set_size says), whatever their names; the run page shows
+    that stored set and analyzes nothing itself."""
+    from tests.conftest import drain_jobs
+
+    rec = h200_records("noise", "graphs")[0]
+    rid = client.post("/api/v1/runs", json=rec).json()["id"]
+    names = {"1764583200123-TP-0-decode.sqlite.gz": "nsys-joined-eager.sqlite.gz",
+             "1764583200123-TP-0-prefill.sqlite.gz": "nsys-unjoined-eager.sqlite.gz"}
+    for name, capture in names.items():
+        r = client.post(f"/api/v1/runs/{rid}/traces", params={"filename": name},
+                        content=(H200 / "engines" / capture).read_bytes())
+        assert r.status_code == 202, r.text
+    drain_jobs(client.app)
+    run = client.get(f"/api/v1/runs/{rid}").json()
+    assert [(t["trace_group"], t["phase"], t["state"]) for t in run["traces"]] == [
+        (0, None, "done")] * 2
+    assert len(run["trace_summary"]["ranks"]) == 2
+    html = client.get(f"/runs/{rid}").text
+    assert 'id="trace-sets"' not in html  # one set
+    steps = _text(html[html.index('<table id="summary"'):html.index("</table>", html.index(
+        '<table id="summary"'))])
+    s = run["trace_summary"]
+    assert f"{s['steps']} decode · {s['prefill_steps']} prefill" in steps
+    assert not (settings.data_dir / "sets").exists()

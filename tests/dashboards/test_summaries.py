@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.conftest import H200, LOCAL, drain_jobs, h200_records
+from tests.conftest import H200, LOCAL, drain_jobs, h200_records, write_at_once
 
 
 @pytest.fixture
@@ -210,3 +210,24 @@ def test_panels_hold_each_series_newest_runs_and_the_detail_view_its_newest_thou
     sid = re.search(r'data-series="(\d+)"', html).group(1)
     detail = c.get("/benchmarks/bench-a", params={"series": sid}).text
     assert "The newest 7 runs" in _text(detail)
+
+
+def test_ingest_never_waits_behind_the_refresh_fits(app_client, settings, monkeypatch):
+    """The refresh job fits with reads only and stores after: while its change points are
+    fitted, another writer takes the write lock at once (SQLite: the one lock; PostgreSQL:
+    the summaries' rows), and the summaries are stored after."""
+    from service.usecases import history
+
+    app, c = app_client
+    _matrix(c)
+    real, writes = history.changepoints, []
+
+    def watched(session, name, metric, *a, **k):
+        writes.append(write_at_once(settings.database_url, "UPDATE summaries SET runs = runs"))
+        return real(session, name, metric, *a, **k)
+
+    monkeypatch.setattr(history, "changepoints", watched)
+    drain_jobs(app)
+    assert writes and set(writes) == {"ok"}, writes
+    r = c.get("/api/v1/attribution", params={"benchmark": "moe-decode-matrix"})
+    assert r.status_code == 200, r.text
