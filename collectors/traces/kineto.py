@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from . import kineto_scan as ks
+from . import kineto_events as ev
 from . import kineto_split as split
-from .kineto_scan import BATCH, Columns, exact_ns, msgspec, needs_exact
+from .kineto_events import msgspec
+from .kineto_scan import BATCH, Columns, exact_ns, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
@@ -55,21 +56,21 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
     if msgspec is not None:
         try:
             if head[:1] == b"[":
-                slices = ks._RAW_LIST.decode(raw)
+                slices = ev.RAW_LIST.decode(raw)
             else:
-                slices = ks._RAW_DOC.decode(raw).traceEvents
+                slices = ev.RAW_DOC.decode(raw).traceEvents
                 if not slices and b'"traceEvents"' not in raw:
                     raise TraceError(f"{path}: JSON object has no traceEvents field")
-            first: list[Any] = ks._LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
+            first: list[Any] = ev.LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
             exact = needs_exact(first)
             if exact:
-                first = ks._EXACT_LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
+                first = ev.EXACT_LIST.decode(b"[" + b",".join(slices[:BATCH]) + b"]")
         except msgspec.ValidationError:
             slices = None  # unusual field types: the generic path below copes
         except msgspec.DecodeError as e:
             raise TraceError(f"{path}: malformed JSON ({e})") from None
         if slices is not None:
-            decoder = ks._EXACT_LIST if exact else ks._LIST
+            decoder = ev.EXACT_LIST if exact else ev.LIST
 
             def batches() -> Iterator[list[Any]]:
                 yield first
@@ -99,8 +100,13 @@ def _events(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]
 def _whole(path: Path, raw: bytes | bytearray) -> tuple[int, Iterator[list[Any]], bool] | None:
     """The document decoded typed in one call (no raw split first); None where a field has an
     unusual type or the times are absolute epoch microseconds: the batched scan copes."""
+    events = ev.decode_tagged(raw, True)
+    if events is not None:
+        if needs_exact(events[:BATCH]):
+            return None
+        return len(events), iter([events]), False
     try:
-        events = ks._DOC.decode(raw).traceEvents
+        events = ev.DOC.decode(raw).traceEvents
     except msgspec.ValidationError:
         return None
     except msgspec.DecodeError as e:
@@ -184,8 +190,8 @@ def _scan(path: Path, raw: bytes | bytearray, rx: re.Pattern | None,
     n_events, batches, exact = _events(path, raw)
     prog.start(n_events, f"scanning {path.name}")
     cols = Columns(exact, rx)
-    for events in batches:
-        cols.add_all(events)
+    for events in batches:  # tagged (decode_tagged) or typed events
+        (cols.add_tagged if events and type(events[0]) in ev.TAGGED else cols.add_all)(events)
         prog.advance(len(events), "events")
     return cols
 

@@ -13,8 +13,9 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Union
+from typing import Any
 
+from .kineto_events import STR, Complete
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET
 
 OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
@@ -24,52 +25,6 @@ RANGE_CATS = {"user_annotation", "operator"}
 SYNC_CATS = {"cuda_sync"}
 BATCH = 16384  # events decoded at a time by the one-piece scan
 ADD_BATCH = 4096  # events turned into columns at a time (small lists stay in cache)
-
-try:  # optional fast path
-    import msgspec
-
-    Num = Union[int, str, None]
-
-    class _Args(msgspec.Struct, gc=False):
-        device: Num = None
-        stream: Num = None
-        correlation: Num = None
-        wait_on_stream: Num = None
-        wait_on_cuda_event_record_corr_id: Num = None
-
-    class _Event(msgspec.Struct, gc=False):
-        # names stay raw JSON (a view into the buffer) until an event that needs one is found:
-        # most events are CPU ops whose names analysis never reads
-        ph: str = ""
-        cat: str = ""
-        name: msgspec.Raw = msgspec.Raw(b'""')
-        pid: Union[int, str] = 0
-        tid: Union[int, str] = 0
-        ts: Union[float, str] = 0.0
-        dur: Union[float, str] = 0.0
-        args: Union[_Args, None] = None
-
-    class _ExactEvent(_Event, gc=False):
-        # absolute epoch microseconds (older PyTorch, about 1.7e15) do not survive float64:
-        # such traces keep the numbers' text and convert it exactly (exact_ns)
-        ts: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
-        dur: Union[msgspec.Raw, str] = msgspec.Raw(b"0")  # type: ignore[assignment]
-
-    class _Doc(msgspec.Struct, gc=False):
-        traceEvents: list[_Event] = []
-
-    class _RawDoc(msgspec.Struct, gc=False):
-        traceEvents: list[msgspec.Raw] = []
-
-    _DOC = msgspec.json.Decoder(_Doc)
-    _RAW_DOC = msgspec.json.Decoder(_RawDoc)
-    _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-    _STR = msgspec.json.Decoder(str)
-    _LIST = msgspec.json.Decoder(list[_Event])
-    _EXACT_LIST = msgspec.json.Decoder(list[_ExactEvent])
-except ImportError:  # pragma: no cover - exercised on GPU images without msgspec
-    msgspec = None  # type: ignore[assignment]
-
 
 # float64 microseconds times 1000 stay exact nanoseconds below this magnitude
 EXACT_LIMIT_US = 2.0 ** 53 / 1000
@@ -187,7 +142,7 @@ class Columns:
         got = self._name_cache.get(key)
         if got is None:
             try:
-                got = _STR.decode(key)
+                got = STR.decode(key)
             except Exception:  # noqa: BLE001 - a non-string name
                 got = key.decode(errors="replace")
             self._name_cache[key] = got
@@ -200,6 +155,13 @@ class Columns:
             got = self._wanted[cat] = low if (low in OP_CATS or low in CALL_CATS or
                                               low in RANGE_CATS or low in SYNC_CATS) else None
         return got
+
+    def add_tagged(self, events: list[Any]) -> None:
+        """Keep the needed events of a list decoded by the tagged scan (decode_tagged): only
+        the needed events carry fields, and they alone are turned into columns."""
+        need = [e for e in events if type(e) is Complete]
+        self.add_all(need)
+        self.n_events += len(events) - len(need)
 
     def add_all(self, events: list[Any]) -> None:
         """Keep the needed events of any number, ADD_BATCH at a time."""

@@ -31,6 +31,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from . import kineto_events as ev
 from . import kineto_scan as ks
 from .kineto_scan import Columns
 
@@ -56,7 +57,7 @@ def processes(size: int, parts: int | None) -> int:
     """How many processes scan a document of `size` bytes a piece at a time; 0: decode it in
     one call (small documents, or no msgspec). Only a single-threaded process (the command
     line, a rank-set pool worker) forks; a server's threads scan in their own process."""
-    if ks.msgspec is None or size < SPLIT_MIN_BYTES:
+    if ev.msgspec is None or size < SPLIT_MIN_BYTES:
         return 0
     if "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
         return 1  # forking beside other threads (a server's) can copy a lock they hold
@@ -85,8 +86,8 @@ def bounds(src: Any, pieces: int) -> list[tuple[int, int]] | None:
         return None
     start = arr.end() - 1
     try:  # the keys before the events, with one number for the array: the pieces never read
-        head = ks.msgspec.json.decode(bytes(src[:start + 1]) + b"0]}")  # them
-    except ks.msgspec.DecodeError:
+        head = ev.msgspec.json.decode(bytes(src[:start + 1]) + b"0]}")  # them
+    except ev.msgspec.DecodeError:
         return None
     if not isinstance(head, dict) or head.get("traceEvents") != [0]:
         return None  # the match was the tail of another key's name, or a second such key
@@ -254,17 +255,20 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None,
 
 def _piece(cols: Columns, view: memoryview, j: int, m: int) -> str | None:
     """Piece j's events into `cols`; or why the document must be decoded in one call."""
-    try:
-        events = ks._DOC.decode(view).traceEvents if j == m - 1 else ks._LIST.decode(view)
-    except Exception as e:  # noqa: BLE001 - the one-call decode decides what it means
-        return f"piece {j}: {type(e).__name__}"
+    events = ev.decode_tagged(view, j == m - 1)
+    tagged = events is not None
+    if events is None:  # a category the tagged scan does not list (or metadata): typed events
+        try:
+            events = ev.DOC.decode(view).traceEvents if j == m - 1 else ev.LIST.decode(view)
+        except Exception as e:  # noqa: BLE001 - the one-call decode decides what it means
+            return f"piece {j}: {type(e).__name__}"
     if j > 0 and (not events or not events[0].ph):
         return f"piece {j} is not cut at an event"
     if cols.epoch_at is None and cols.n_events < ks.BATCH:
         at = ks.first_exact(events[:ks.BATCH - cols.n_events])
         if at is not None:
             cols.epoch_at = cols.n_events + at
-    cols.add_all(events)
+    (cols.add_tagged if tagged else cols.add_all)(events)
     return None
 
 

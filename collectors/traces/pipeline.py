@@ -64,6 +64,10 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
     topts = resolve_steps(trace, opts)
     proj = project(trace, str(topts.step_regex))
     summary = analyze(trace, topts, proj)
+    if not len(trace.ops) and all(_kineto_named(p) for p in names or paths):
+        from .hostops import host_ops  # a CPU trace: its operators stand in for kernels
+
+        summary["host_ops"] = host_ops(paths, str(topts.step_regex), opts.kernel_limit)
     if len(traces) > 1:
         summary["ranks"] = rank_rows(summary, traces)
     if check.guarded:
@@ -77,6 +81,10 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
         if ordering is not None:
             summary["ordering"] = ordering
     return summary
+
+
+def _kineto_named(p: str | os.PathLike) -> bool:
+    return str(p).endswith((".json", ".json.gz", ".pt.trace.json"))
 
 
 def _preset_check(trace: Trace, opts: Options, proj: Projection, preset: str) -> dict | None:

@@ -39,6 +39,7 @@ class TraceSummary(_Optional):
     main_streams: list[StreamRef]
     aux_streams: list[StreamRef]
     ranks: list[dict[str, Any]]  # the same figures per rank, named by rank
+    host_ops: list[dict[str, Any]]  # a CPU trace: its operators in the steps, standing in for kernels
     streams: list[dict[str, Any]]
     kernels: list[dict[str, Any]]
     ops: int

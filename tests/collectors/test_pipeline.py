@@ -10,7 +10,7 @@ from collectors.engines.traces import trace_set
 from collectors.traces.load import rank_of
 from collectors.traces.pipeline import SERVER_CHECK, analyze_files
 from service import format as fmt
-from service import tracestore
+from service.traces import analysis
 
 ROOT = Path(__file__).resolve().parents[2]
 TP2 = sorted((ROOT / "data/h200/resident/torch/traces").glob("*.json.gz"))
@@ -30,7 +30,7 @@ def test_server_set_is_the_pipeline_with_the_uploaded_names(tmp_path):
         dst = tmp_path / f"{i:02d}ab"
         dst.write_bytes(p.read_bytes())
         stored.append((dst, p.name))
-    server = tracestore.analyze_set(stored)
+    server = analysis.analyze_set(stored)
     direct = analyze_files(TP2, check=SERVER_CHECK)
     assert [r["file"] for r in server["ranks"]] == [p.name for p in TP2]
     assert [r["rank"] for r in server["ranks"]] == [0, 1]
@@ -38,7 +38,7 @@ def test_server_set_is_the_pipeline_with_the_uploaded_names(tmp_path):
                 "step_gpu_time_us_median", "ranks", "ordering", "streams"):
         assert server[key] == direct[key], key
     assert server["source"] == ", ".join(p.name for p in TP2)
-    assert len(server["kernels"]) <= tracestore.KERNELS_KEPT
+    assert len(server["kernels"]) <= analysis.KERNELS_KEPT
 
 
 def test_sets_order_by_the_same_rank_rule(tmp_path):
