@@ -75,6 +75,19 @@ def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
                            before=lambda: pause_point("trace:analyze"),
                            sandbox=Sandbox.of(ctx.settings))
     _recomment(ctx, int(args["trace_id"]))
+    _refresh_explained(ctx, int(args["trace_id"]))
+
+
+def _refresh_explained(ctx: Context, trace_id: int) -> None:
+    """A trace analyzed after its run's summaries were computed: where the benchmark has a
+    matrix report, its refresh is queued (coalesced), so the page's trace diff takes it in."""
+    from ..db import transaction
+    from ..usecases import summaries
+
+    with transaction(ctx.sessions) as session:
+        name = summaries.explained_by_trace(session, trace_id)
+    if name is not None:
+        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name))
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:

@@ -316,11 +316,19 @@ def run_means(session: Session, run_ids: list[int], metric: str) -> dict[int, fl
                                                        RunMetric.metric == metric))}
 
 
-def trace_summaries(session: Session, bench_id: int) -> dict[int, dict]:
-    """The benchmark's runs that hold a trace summary: id -> summary (one statement)."""
+def trace_summaries(session: Session, bench_id: int, run_ids: list[int] | None = None
+                    ) -> dict[int, dict]:
+    """The benchmark's runs (of `run_ids` where given) that hold a trace summary: id -> summary
+    (one statement a thousand ids)."""
     q = select(Run.id, Run.trace_summary).where(Run.benchmark_id == bench_id,
                                                  Run.trace_summary.is_not(None))
-    return {i: s for i, s in session.execute(q) if s}
+    if run_ids is None:
+        return {i: s for i, s in session.execute(q) if s}
+    out: dict[int, dict] = {}
+    for at in range(0, len(run_ids), 1000):
+        out.update({i: s for i, s in session.execute(q.where(Run.id.in_(run_ids[at:at + 1000])))
+                    if s})
+    return out
 
 
 def attribution_rows(session: Session, bench_id: int, metric: str, labels: list[str],

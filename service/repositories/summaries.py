@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..models import Run, RunMetric, Summary
+from ..models import Benchmark, Run, RunMetric, Summary, TraceFile
 
 Coverage = tuple[int, int]  # (run count, newest run id)
 
@@ -78,3 +78,14 @@ def put(session: Session, bench_id: int, kind: str, metric: str, label: str, cov
 def _aware(t: datetime) -> datetime:
     """SQLite gives back naive datetimes (stored as UTC)."""
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def matrix_of_trace(session: Session, trace_id: int, kind: str) -> str | None:
+    """The name of the benchmark of the trace's run where a summary of `kind` stored for it
+    holds an answer (not a refusal); None elsewhere."""
+    row = session.execute(
+        select(Benchmark.name, Summary.body).join(Run, Run.benchmark_id == Benchmark.id)
+        .join(TraceFile, TraceFile.run_id == Run.id)
+        .join(Summary, (Summary.benchmark_id == Benchmark.id) & (Summary.kind == kind))
+        .where(TraceFile.id == trace_id)).first()
+    return None if row is None or "error" in (row[1] or {}) else str(row[0])

@@ -10,7 +10,8 @@ from .attribution import FactorOut
 class KernelChange(BaseModel):
     name: str
     shown: str = Field(description="the name as tables show it: the part that differs kept")
-    outlier_share: float = Field(description="mean share of step time at the outlier levels, 0..1")
+    outlier_share: float = Field(
+        description="mean share of the traced kernel time at the outlier levels, 0..1")
     reference_share: float = Field(description="the same at the other levels, 0..1")
 
 

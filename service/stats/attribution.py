@@ -102,17 +102,14 @@ def _frame(rows: Sequence[RunFacts], keys: list[str], outcome: list[float | None
 
 
 def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
-    """`outcome`: "mean", "spread" or "determinism". Factors sorted by `explains`."""
+    """`outcome`: "mean", "spread" or "determinism". Factors sorted by `explains`; the runs
+    without that outcome (no repeats, no mean) take no part, keys included."""
+    measured = [(r, outcome_of(r, outcome)) for r in rows]
+    rows = [r for r, y in measured if y is not None]
+    ys: list[float | None] = [y for _, y in measured if y is not None]
     keys = factor_keys(rows)
     if not keys:
         return []
-    ys: list[float | None]
-    if outcome == "mean":
-        ys = [math.log(r.mean) if r.mean and r.mean > 0 else None for r in rows]
-    elif outcome == "spread":
-        ys = [r.cv_pct for r in rows]
-    else:
-        ys = [identical_share(r) for r in rows]
     frame = _frame(rows, keys, ys)
     shares = _anova(frame, "y", keys)
     out = []
@@ -126,9 +123,18 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
             effect = max(values.values()) - min(values.values())
         p: float | None = shares[k][1]
         name = "/".join([k] + confounded_with(rows, k))
-        out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=repr), float(effect),
+        out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=level_key), float(effect),
                           None if p is None or math.isnan(p) else float(p), shares[k][0], values))
     return sorted(holm(out), key=lambda f: -f.explains)
+
+
+def outcome_of(r: RunFacts, outcome: str) -> float | None:
+    """What attribution fits of one run: the log of its mean, its CV, or its identical share."""
+    if outcome == "mean":
+        return math.log(r.mean) if r.mean and r.mean > 0 else None
+    if outcome == "spread":
+        return r.cv_pct
+    return identical_share(r)
 
 
 def holm(factors: list[Factor]) -> list[Factor]:
@@ -139,6 +145,13 @@ def holm(factors: list[Factor]) -> list[Factor]:
     corrected = multipletests([f.p_value for f in tested], method="holm")[1]
     by_key = {f.key: float(p) for f, p in zip(tested, corrected, strict=True)}
     return [dataclasses.replace(f, p_corrected=by_key.get(f.key)) for f in factors]
+
+
+def level_key(v: Any) -> tuple:
+    """A key's levels in order: numbers by value, then everything else by its text."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, float(v), "")
+    return (1, 0.0, repr(v))
 
 
 def identical_share(r: RunFacts) -> float | None:

@@ -7,13 +7,14 @@ the attribution, the traces and the deterministic-mode runs into a decision.
 2. that key's levels split into outlier levels (for determinism: the less identical half of the
    range of level values; otherwise the smaller side of it) and the others, and their stored
    trace summaries are compared: kernels present at every traced outlier level and at no other
-   traced level, kernels gone there, and the kernels whose share of step time changes most
+   traced level, kernels gone there, and the kernels whose share of the traced kernel time changes most
    (a CPU trace's host operators stand in for kernels);
 3. the deterministic-mode runs (config `deterministic=true`) of the same cells: how many are
    bitwise identical, or the command that would make them;
 4. a decision sentence built from those numbers only."""
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from ..db import Session
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..schemas import DeterministicOut, ExplainOut, KernelChange, TraceDiffOut
-from ..stats.attribution import Factor, attribute
+from ..stats.attribution import Factor, attribute, level_key, outcome_of
 from . import attribution, history
 
 ALPHA = 0.05
@@ -41,20 +42,28 @@ def explain(session: Session, benchmark: str, metric: str = "determinism",
     facts_metric = "tok_s" if metric == "determinism" else metric
     rows = attribution.history_runs(session, benchmark, facts_metric, labels, branch, gpu,
                                     largest_group)
+    if not rows:
+        raise Invalid(f"no runs of {benchmark} measure {facts_metric}"
+                      + (f" on {gpu}" if gpu else "") + " on the branch explained",
+                      "gpu" if gpu else "metric")
     plain = [r for r in rows if not r.config.get(MODE_KEY)]
     modal = [r for r in rows if r.config.get(MODE_KEY)]
-    if len(plain) < 3:
-        raise Invalid(f"explain needs at least 3 runs not in deterministic mode; {len(plain)} "
-                      "match", "benchmark")
     facts = [attribution.run_facts(r) for r in plain]
     outcome = "determinism" if metric == "determinism" else "mean"
-    if outcome == "determinism" and not any(f.repeats for f in facts):
-        raise Invalid("determinism: none of these runs holds repeat digests", "metric")
-    factors = attribute(facts, outcome)
+    usable = sum(outcome_of(f, outcome) is not None for f in facts)
+    if usable < 3:
+        what = "with 2 or more repeat digests " if outcome == "determinism" else ""
+        raise Invalid(f"explain needs at least 3 runs not in deterministic mode {what}"
+                      f"({len(plain)} not in deterministic mode, {usable} of them usable)",
+                      "metric" if outcome == "determinism" else "benchmark")
+    try:
+        factors = attribute(facts, outcome)
+    except ValueError as e:  # a design the model cannot fit
+        raise Invalid(f"explain: these runs cannot be fitted ({e})", "benchmark") from None
     lead = factors[0] if factors else None
     if lead:
         bench = history.get_benchmark(session, benchmark)
-        summaries = runs_repo.trace_summaries(session, bench.id)
+        summaries = runs_repo.trace_summaries(session, bench.id, [r.id for r in plain])
         diff = _trace_diff([(r, summaries.get(r.id)) for r in plain], lead, outcome)
     else:
         diff = None
@@ -92,7 +101,8 @@ def split_levels(lead: Factor, outcome: str) -> tuple[list[str], list[str]]:
 
 
 def _ops(summary: dict | None) -> tuple[str, dict[str, float]]:
-    """(what, name -> share of the traced step time) of one run's stored trace summary."""
+    """(what, name -> share of the traced kernel (or host operator) time) of one run's stored
+    trace summary."""
     if not summary:
         return "", {}
     what, rows = "kernels", summary.get("kernels") or []
@@ -159,7 +169,8 @@ def _deterministic(plain: Sequence, modal: Sequence, lead: Factor | None, benchm
                    labels: list[str] | None) -> DeterministicOut:
     """The deterministic-mode runs of the matrix's own cells, or the command that makes them."""
     cells = {_cell(r.config) for r in plain}
-    same = [r for r in modal if _cell(r.config) in cells and (r.determinism or {}).get("repeats")]
+    same = [r for r in modal if _cell(r.config) in cells
+            and int((r.determinism or {}).get("repeats") or 0) >= 2]  # one repeat proves nothing
     key = _key_of(lead) if lead else None
     levels = sorted({_level(r.config.get(key)) for r in same}, key=_level_order(lead)) \
         if key else []
@@ -176,36 +187,51 @@ def _level_order(lead: Factor | None):  # noqa: ANN202 - a sort key
     return lambda lv: order.index(lv) if lv in order else len(order)
 
 
-# config keys of the built-in decode benchmark and the `collect decode` options that set them
-DECODE_OPTIONS = (("device", "--device"), ("tp", "--tp"), ("batch_size", "--batch-sizes"),
-                  ("shared_experts", "--shared-experts"), ("cuda_graphs", "--graphs"),
-                  ("steps", "--steps"), ("layers", "--layers"), ("routed_kernel", "--routed-kernel"))
+# config keys of the built-in decode benchmark and the `collect decode` options that set them;
+# a key of the first kind takes one value a command, one of the second a list
+SINGLE_OPTIONS = (("device", "--device"), ("tp", "--tp"), ("steps", "--steps"),
+                  ("layers", "--layers"), ("routed_kernel", "--routed-kernel"),
+                  ("threads", "--threads"))
+SHAPE_KEYS = ("hidden", "experts", "top_k", "dtype")  # ModelShape fields a decode config holds
 
 
-def deterministic_command(plain: Sequence, benchmark: str, labels: list[str] | None) -> str:
-    """The `collect decode` command that runs the matrix's cells in deterministic mode, every
-    value quoted for a shell."""
-    values: dict[str, list[str]] = {}
+def _shown(v: Any) -> str:
+    return ("on" if v else "off") if isinstance(v, bool) else str(v)
+
+
+def deterministic_command(plain: Sequence, benchmark: str, labels: list[str] | None
+                          ) -> str | None:
+    """The one `collect decode` command that runs the matrix's cells in deterministic mode,
+    every value quoted for a shell; None where no one command can (a config key `collect
+    decode` does not set, or two values of a key one command takes once)."""
+    known = {k for k, _ in SINGLE_OPTIONS} | set(SHAPE_KEYS) | {
+        "batch_size", "shared_experts", "cuda_graphs", MODE_KEY}
+    values: dict[str, list[Any]] = {}
     for r in plain:
-        for k, _ in DECODE_OPTIONS:
-            if k in r.config:
-                v = r.config[k]
-                s = ("on" if v else "off") if isinstance(v, bool) else str(v)
-                if s not in values.setdefault(k, []):
-                    values[k].append(s)
+        if set(r.config) - known:
+            return None
+        for k in known - {MODE_KEY}:
+            v = r.config.get(k, "bmm" if k == "routed_kernel" else None)
+            if v is not None and v not in values.setdefault(k, []):
+                values[k].append(v)
+    if any(len(values.get(k) or []) > 1 for k in [k for k, _ in SINGLE_OPTIONS] + list(SHAPE_KEYS)):
+        return None
+    one = {k: v[0] for k, v in values.items() if v}
     parts = ["perfwarden", "collect", "decode"]
-    for k, opt in DECODE_OPTIONS:
-        vals = values.get(k)
-        if not vals:
-            continue
-        if k == "cuda_graphs":
-            parts += [opt, "both" if len(vals) > 1 else vals[0]]
-        elif k == "batch_size":
-            parts += [opt, ",".join(sorted(vals, key=lambda x: (len(x), x)))]
-        elif k == "shared_experts":
-            parts += [opt, ",".join(vals)]
-        else:
-            parts += [opt, vals[0]]
+    for k, opt in SINGLE_OPTIONS:
+        if k in one and not (k == "routed_kernel" and one[k] == "bmm"):
+            parts += [opt, _shown(one[k])]
+    shape = {k: one[k] for k in SHAPE_KEYS if k in one}
+    if shape:
+        parts += ["--shape", json.dumps(shape, separators=(",", ":"))]
+    if values.get("batch_size"):
+        parts += ["--batch-sizes", ",".join(_shown(v) for v in sorted(values["batch_size"],
+                                                                      key=level_key))]
+    if values.get("shared_experts"):
+        parts += ["--shared-experts", ",".join(_shown(v) for v in values["shared_experts"])]
+    graphs = values.get("cuda_graphs") or []
+    if graphs:
+        parts += ["--graphs", "both" if len(graphs) > 1 else _shown(graphs[0])]
     parts += ["--deterministic", "on", "--benchmark", benchmark]
     if labels:
         parts += ["--label", labels[0]]
@@ -268,13 +294,16 @@ def _trace_clause(diff: TraceDiffOut) -> str:
     if diff.share_changes:
         k = diff.share_changes[0]
         return (f"at {at} no {what} appear that are absent at {ref}; `{k.shown}` changes most: "
-                f"{100 * k.outlier_share:.0f}% of step time vs {100 * k.reference_share:.0f}%"
+                f"{100 * k.outlier_share:.0f}% of {what} time vs {100 * k.reference_share:.0f}%"
                 f"{note}")
     return f"the traces of {at} and {ref} hold the same {what}{note}"
 
 
 def _det_clause(det: DeterministicOut) -> str:
-    if not det.runs:
+    if not det.runs and det.command:
         return f"deterministic mode: no runs of these cells (`{det.command}` makes them)"
+    if not det.runs:
+        return ("deterministic mode: no runs of these cells (run each cell again with "
+                "`--deterministic on`)")
     return (f"deterministic mode: {det.identical_runs}/{det.runs} runs bitwise identical "
             f"({det.identical_repeats}/{det.repeats} repeats)")

@@ -151,6 +151,13 @@ class Findings:
     note: str = ""
 
 
+def explained_by_trace(session: Session, trace_id: int) -> str | None:
+    """The benchmark whose stored explain report a trace just analyzed may change (its run's
+    benchmark has a matrix report: the report's trace diff reads the runs' trace summaries,
+    which the runs' count and newest id do not cover); None where there is none."""
+    return repo.matrix_of_trace(session, trace_id, EXPLAIN)
+
+
 def _current(row: Summary | None, now: repo.Coverage) -> bool:
     return row is not None and (row.runs, row.last_run_id) == now
 

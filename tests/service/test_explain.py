@@ -201,7 +201,9 @@ def test_explain_names_the_planted_key_and_its_operators(settings, planted):
     assert ex["decision"].endswith("variant is not the cause")
 
 
-def test_explain_without_deterministic_runs_gives_the_command(settings, planted):
+def test_explain_without_deterministic_runs_says_how_to_make_them(settings, planted):
+    """The planted matrix is not `collect decode`'s (its `variant` key is no option of it): no
+    command is suggested that would post decode runs into it; the sentence says what to do."""
     import json
 
     from service.seed import seed
@@ -217,11 +219,9 @@ def test_explain_without_deterministic_runs_gives_the_command(settings, planted)
     seed(settings, folder)
     with _client(settings) as c:
         ex = c.get("/api/v1/explain", params={"benchmark": "planted-matrix"}).json()
-        assert ex["deterministic"]["runs"] == 0
-        cmd = ex["deterministic"]["command"]
-        assert cmd.startswith("perfwarden collect decode --device cpu --batch-sizes 1,2,4,8")
-        assert "--deterministic on --benchmark planted-matrix" in cmd
-        assert f"(`{cmd}` makes them)" in ex["decision"]
+        assert ex["deterministic"]["runs"] == 0 and ex["deterministic"]["command"] is None
+        assert ("deterministic mode: no runs of these cells (run each cell again with "
+                "`--deterministic on`)") in ex["decision"]
         bad = c.get("/api/v1/explain", params={"benchmark": "nope"})
         assert bad.status_code == 404
 
@@ -236,3 +236,103 @@ def test_shown_names_keep_the_differing_part():
     assert shown["aten::mm"] == "aten::mm"
     assert shown[a] != shown[b] and "(int)1" in shown[a] and "(int)2" in shown[b]
     assert all(len(s) <= 60 for s in shown.values())
+
+
+class _Row:
+    def __init__(self, **config):
+        self.config = config
+
+
+def _decode_cell(**over):
+    return {"tp": 1, "batch_size": 1, "shared_experts": "overlap", "cuda_graphs": False,
+            "device": "cpu", "steps": 64, "layers": 2, "hidden": 1024, "experts": 4, "top_k": 1,
+            "dtype": "float32", "threads": 1, **over}
+
+
+def test_the_deterministic_command_recreates_the_cells_or_is_not_given():
+    """The one `collect decode` command whose records have the cells' configs (shape, threads,
+    every batch size and order), or none where one command cannot make them."""
+    import shlex
+
+    from service.usecases.explain import deterministic_command
+
+    rows = [_Row(**_decode_cell(batch_size=m, shared_experts=o)) for m in (16, 1, 4, 8)
+            for o in ("overlap", "serial")]
+    cmd = shlex.split(deterministic_command(rows, "moe", None))
+    at = {cmd[i]: cmd[i + 1] for i in range(3, len(cmd) - 1) if cmd[i].startswith("--")}
+    assert at["--batch-sizes"] == "1,4,8,16" and at["--shared-experts"] == "overlap,serial"
+    assert at["--threads"] == "1" and at["--layers"] == "2" and at["--graphs"] == "off"
+    import json
+
+    assert json.loads(at["--shape"]) == {"hidden": 1024, "experts": 4, "top_k": 1,
+                                         "dtype": "float32"}
+    assert at["--deterministic"] == "on" and at["--benchmark"] == "moe"
+    # two tensor-parallel sizes take two commands; a key decode does not set, none at all
+    assert deterministic_command(rows + [_Row(**_decode_cell(tp=2))], "moe", None) is None
+    assert deterministic_command([_Row(batch_size=1, variant="a")], "moe", None) is None
+
+
+def test_runs_without_repeat_digests_are_a_clear_refusal_not_a_crash(settings):
+    """Runs of one trial each (no repeats to compare) give 422 naming the metric; the PR
+    comment's matrix section is then left out, never the comment."""
+    import argparse
+
+    from service.bot.comment import explain_section
+
+    runs = [minimal_run(benchmark="one-trial", config={"tp": 1, "batch_size": m},
+                        determinism={"repeats": 1, "identical": 1, "digests": ["a"]})
+            for m in (1, 2, 4, 8)]
+    with _client(settings) as c:
+        assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+        r = c.get("/api/v1/explain", params={"benchmark": "one-trial"})
+        assert r.status_code == 422, r.text
+        assert "2 or more repeat digests" in r.json()["error"]["message"]
+        r = c.get("/api/v1/explain", params={"benchmark": "one-trial", "metric": "tok-s"})
+        assert r.status_code == 422 and "measure tok-s" in r.json()["error"]["message"], r.text
+
+        def api(server, method, path, params=None):  # noqa: ANN001 - the CLI client's shape
+            got = c.request(method, path, params=params)
+            if got.status_code >= 400:
+                from collectors.errors import Refused
+                raise Refused(got.text, got.status_code)
+            return got.json()
+
+        args = argparse.Namespace(benchmark="one-trial", server="http://pw", dashboard_url=None)
+        assert explain_section(args, api) == ""
+
+
+def test_levels_are_in_numeric_order():
+    from service.stats.attribution import level_key
+
+    assert sorted([16, 1, 8, 4], key=level_key) == [1, 4, 8, 16]
+    assert sorted(["b", 2, "a", 1.5], key=level_key) == [1.5, 2, "a", "b"]
+
+
+def test_a_trace_analyzed_after_the_report_reaches_the_matrix_page(settings, planted):
+    """The matrix's runs arrive first and their report is stored; their traces are analyzed
+    later: the analysis queues the report's refresh, and the page then shows the trace diff."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from service.main import create_app
+    from tests.conftest import drain_jobs
+
+    recs = json.loads((planted / "matrix.json").read_text())
+    files = [r.pop("trace_files") for r in recs]
+    app = create_app(settings.model_copy(update={"jobs_in_process": False}))
+    with TestClient(app, **LOCAL) as c:
+        ids = c.post("/api/v1/runs/batch", json={"runs": recs}).json()["ids"]
+        drain_jobs(app)
+        before = c.get("/benchmarks/planted-matrix/matrix").text
+        assert "no traces to compare" in _text(before)
+        for rid, names in zip(ids, files, strict=True):
+            for name in names:
+                path = planted / name
+                r = c.post(f"/api/v1/runs/{rid}/traces?filename={path.name}",
+                           content=path.read_bytes())
+                assert r.status_code == 202, r.text
+        drain_jobs(app)
+        after = _text(c.get("/benchmarks/planted-matrix/matrix").text)
+        assert "`aten::index_add_`" in after and "absent at 1/2" in after
+    app.state.engine.dispose()
