@@ -1,6 +1,7 @@
 """Full alert re-evaluations as durable jobs with their progress (`alert_evaluations`), and the
 stored plan of each interleaved experiment (`experiment_plans`: the looks of its sequential
-rule), filled for the experiments stored so far from the looks of each one's first run.
+rule), filled for the experiments stored so far from the looks of each one's first run tagged with
+any.
 
 Revision ID: 0011
 Revises: 0010
@@ -35,10 +36,15 @@ def upgrade() -> None:
         sa.Column('looks', sa.Integer(), nullable=True),
         sa.Column('first_run_id', sa.Integer(), nullable=True),
         sa.Column('created_at', sa.DateTime(timezone=True), nullable=False))
-    # the plan of each stored experiment: the looks its first run was tagged with
+    # the plan of each stored experiment: the looks of its first run that was tagged with any
+    # (a later run's larger tag is not the plan)
     op.execute("""
         INSERT INTO experiment_plans (experiment_id, looks, first_run_id, created_at)
-        SELECT r.experiment_id, r.experiment_looks, r.id, r.created_at
+        SELECT r.experiment_id,
+               (SELECT m.experiment_looks FROM runs m
+                WHERE m.experiment_id = r.experiment_id AND m.experiment_looks IS NOT NULL
+                ORDER BY m.id LIMIT 1),
+               r.id, r.created_at
         FROM runs r
         WHERE r.experiment_id IS NOT NULL
           AND r.id = (SELECT MIN(f.id) FROM runs f WHERE f.experiment_id = r.experiment_id)

@@ -156,6 +156,12 @@ def take_pending(session: Session, bench_id: int, limit: int) -> list[int]:
                                   .returning(PendingEvaluation.run_id)))
 
 
+def series_metrics(session: Session, series_id: int) -> list[str]:
+    """The metrics any run of the series holds."""
+    return sorted(session.scalars(select(RunMetric.metric).join(Run, Run.id == RunMetric.run_id)
+                                  .where(Run.series_id == series_id).distinct()))
+
+
 def take_series_pending(session: Session, bench_id: int, series_ids: list[int]) -> list[int]:
     """Every run of the series still in the benchmark's inbox, taken off it."""
     of_series = select(Run.id).where(Run.id == PendingEvaluation.run_id,

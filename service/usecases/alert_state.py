@@ -73,6 +73,7 @@ def _evaluate_runs(session: Session, bench: history.BenchmarkRow, run_ids: list[
         return [], 0
     branch = history.default_branch(bench)
     fresh = _fresh_runs(session, bench.id, run_ids, metrics, branch)
+    series_repo.lock(session, {sid for sid, _ in fresh})  # a re-evaluation of one waits, or we do
     stored = hist_repo.states(session, {sid for sid, _ in fresh}, metrics)
     stale = set()
     for (sid, metric), runs in fresh.items():
@@ -143,15 +144,19 @@ def _from_history(session: Session, bench: history.BenchmarkRow, metric: str, se
 
 
 def reevaluate_series(session: Session, bench: history.BenchmarkRow, series_id: int,
-                      metrics: list[str]) -> tuple[list[int], int]:
-    """The full recompute of one series (a re-evaluation job's step): its runs waiting in the
-    inbox taken off it, every watched metric judged from the whole history (read in pages) and
-    its state rebuilt; the new alerts and the runs judged (those of its longest metric)."""
+                      metrics: list[str] | None = None) -> tuple[list[int], int]:
+    """The full recompute of one series (a re-evaluation job's step): the series held (an
+    ingest's evaluation of it waits), its runs waiting in the inbox taken off it, every gating
+    metric its runs hold (as an ingest's evaluation judges them; and `metrics`) judged from the
+    whole history (read in pages) and its state rebuilt; the new alerts and the runs judged (those of
+    its longest metric)."""
+    series_repo.lock(session, [series_id])
     taken = hist_repo.take_series_pending(session, bench.id, [series_id])
     names = comparisons.watched_metrics(runs_repo.metric_names(session, taken)) if taken else []
+    own = comparisons.watched_metrics(hist_repo.series_metrics(session, series_id))
     new: list[int] = []
     runs = 0
-    for metric in sorted(set(metrics) | set(names)):
+    for metric in sorted(set(metrics or []) | set(own) | set(names)):
         found, judged = _from_history(session, bench, metric, series_id)
         new, runs = new + found, max(runs, judged)
     return new, runs

@@ -36,7 +36,9 @@ def attribution(session: Session, benchmark: str, metric: str = "tok_s",
     bench_id = runs_repo.benchmark_id(session, benchmark)
     if bench_id is None:
         raise NotFound(f"benchmark {benchmark!r} not found", "benchmark")
-    key = (str(session.get_bind().engine.url), bench_id, metric, tuple(labels or ()), branch,
+    # the branch as resolved: a changed default branch is another answer for the same runs
+    resolved = branch or history.default_branch(history.get_benchmark(session, benchmark))
+    key = (str(session.get_bind().engine.url), bench_id, metric, tuple(labels or ()), resolved,
            gpu, *runs_repo.fingerprint(session, bench_id))
     if key not in _CACHE:
         if len(_CACHE) > 256:
@@ -77,6 +79,10 @@ def history_runs(session: Session, benchmark: str, metric: str, labels: list[str
         gpu = max(gpus, key=lambda g: counts[g])  # the most runs; ties: the first by name
     if gpu is not None:
         kept = [r for r in kept if gpu in (r.gpu, gpu_name(r.gpu, r.gpu_count))]
+        named = sorted({gpu_name(r.gpu, r.gpu_count) for r in kept})
+        if len(named) > 1:  # a model named without its count: one model, several counts
+            raise Invalid(f"{gpu} names {len(named)} GPU counts ({', '.join(named)}); "
+                          "attribution never mixes them: name one", "gpu")
     elif len(gpus) > 1:
         raise Invalid(f"these runs are of {len(gpus)} GPU models or counts ({', '.join(gpus)}); "
                       "attribution never mixes them: name one with gpu (--gpu)", "gpu")

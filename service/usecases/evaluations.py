@@ -14,7 +14,7 @@ from ..db import Session, SessionFactory, transaction
 from ..errors import NotFound
 from ..repositories import evaluations as repo
 from ..repositories import runs as runs_repo
-from . import alert_state, comparisons, history
+from . import alert_state, history
 
 STATES = ("pending", "running", "done", "failed")
 
@@ -27,7 +27,11 @@ def start(sessions: SessionFactory, benchmark: str | None,
         if benchmark:
             history.get_benchmark(session, benchmark)  # NotFound for an unknown name
         ev = out(repo.add(session, benchmark or None))
-    enqueue(ev["id"])
+    try:
+        enqueue(ev["id"])
+    except Exception as e:  # no job will run it: it says so instead of staying pending
+        fail(sessions, ev["id"], f"its job could not be queued: {type(e).__name__}: {e}")
+        raise
     return ev
 
 
@@ -62,14 +66,17 @@ def run(sessions: SessionFactory, evaluation_id: int,
         repo.mark_running(row, len(keys))
         done = tuple(row.last_series) if row.last_series else None
     todo = [k for k in keys if done is None or k > done]  # keys are in (benchmark, series) order
-    metrics = comparisons.watched_metrics()
     for bench_id, series_id in todo:
         with transaction(sessions) as session:
             row = repo.get(session, evaluation_id, lock=True)
             if row is None:  # deleted meanwhile
                 return
+            if row.state != "running" or (row.last_series and
+                                          tuple(row.last_series) >= (bench_id, series_id)):
+                continue  # another runner of this evaluation (a job put back) judged it
             bench = repo.benchmark(session, bench_id)
-            new, runs = alert_state.reevaluate_series(session, bench, series_id, metrics) \
+            # every gating metric the series' history holds, as the ingest's evaluation judges
+            new, runs = alert_state.reevaluate_series(session, bench, series_id) \
                 if bench is not None else ([], 0)
             repo.record_series(row, (bench_id, series_id), runs, new)
         if new:
@@ -77,7 +84,7 @@ def run(sessions: SessionFactory, evaluation_id: int,
         after_series()
     with transaction(sessions) as session:
         row = repo.get(session, evaluation_id, lock=True)
-        if row is not None:
+        if row is not None and row.state == "running":
             repo.mark_done(row)
 
 

@@ -81,6 +81,9 @@ def test_attribution_keeps_one_gpu_and_the_history_rule(settings):
         assert "NVIDIA H200 x1" in msg and "NVIDIA H200 x2" in msg and "gpu" in msg
         one = c.get("/api/v1/attribution", params={**q, "gpu": "NVIDIA H200 x2"}).json()
         assert one["runs"] == 6
+        # the model named without its count still mixes two counts: refused the same way
+        r = c.get("/api/v1/attribution", params={**q, "gpu": "NVIDIA H200"})
+        assert r.status_code == 422 and "2 GPU counts" in r.json()["error"]["message"], r.text
         assert all(f["p_corrected"] is None or f["p_corrected"] >= f["p_value"]
                    for f in one["factors"])
 

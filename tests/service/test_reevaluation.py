@@ -139,12 +139,16 @@ def test_the_migration_stores_each_experiments_plan_from_its_first_run(db_url):
     recs = [RunIn.model_validate(minimal_run(
         started_at=f"2026-11-01T0{i}:00:00Z",
         experiment={"id": "old-exp", "arm": arm, "block": 0, "looks": 5}))
-        for i, arm in enumerate(("baseline", "candidate"))]
+        for i, arm in enumerate(("baseline", "candidate", "baseline", "candidate"))]
     ids, _ = ingest.store_runs(session_factory(engine), recs)
     engine.dispose()
     eng = create_engine(db_url)
     with eng.begin() as c:  # a later run a client tagged with more looks, as before plans
         c.execute(text("UPDATE runs SET experiment_looks = 9 WHERE id = :i"), {"i": ids[1]})
+        # and an experiment whose first run carries no looks: its first tagged run's count
+        c.execute(text("UPDATE runs SET experiment_id = 'untagged-first', experiment_looks = "
+                       "CASE WHEN id = :a THEN NULL ELSE 7 END WHERE id IN (:a, :b)"),
+                  {"a": ids[2], "b": ids[3]})
     eng.dispose()
     migrate.downgrade(db_url, "0010")
     migrate.upgrade(db_url)
@@ -153,4 +157,84 @@ def test_the_migration_stores_each_experiments_plan_from_its_first_run(db_url):
         plan = c.execute(text("SELECT experiment_id, looks, first_run_id FROM experiment_plans")).all()
         assert c.execute(text("SELECT count(*) FROM alert_evaluations")).scalar() == 0
     eng.dispose()
-    assert [tuple(p) for p in plan] == [("old-exp", 5, ids[0])]
+    assert sorted(tuple(p) for p in plan) == [("old-exp", 5, ids[0]),
+                                              ("untagged-first", 7, ids[2])]
+
+
+def test_the_job_judges_every_gating_metric_of_a_series(settings):
+    """A series whose gating metric is cpu_tok_s (the CPU preset's), not one of the watched
+    defaults: the full re-evaluation judges it as an ingest's evaluation would, and finds its
+    drop."""
+    from service.schemas import RunIn
+    from service.usecases import ingest
+
+    recs = _series("cpu", 1, [(500, 20), (400, 20)], 4)
+    for r in recs:
+        r["metrics"] = {"cpu_tok_s": r["metrics"].pop("tok_s")}
+    app, TC = _app(settings)
+    with TC(app) as c:
+        ids, _ = ingest.store_runs(app.state.sessions, [RunIn.model_validate(r) for r in recs])
+        ev = c.post("/api/v1/alerts/evaluate", params={"benchmark": "cpu"}).json()
+        drain_jobs(app)
+        alerts = c.get("/api/v1/alerts", params={"benchmark": "cpu"}).json()["alerts"]
+        assert [(a["metric"], a["run_id"]) for a in alerts] == [("cpu_tok_s", ids[20])]
+        assert c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json()["new"] == \
+            [alerts[0]["id"]]
+    app.state.engine.dispose()
+
+
+def test_a_second_runner_of_one_evaluation_judges_nothing_twice(settings):
+    """A job put back while its first runner still works: the second runner starts between the
+    first's series and finishes the evaluation; the first then finds its remaining series judged
+    and counts nothing again."""
+    from service.db import transaction
+    from service.schemas import RunIn
+    from service.usecases import evaluations, ingest
+
+    fix = [(100, 20), (97, 20)]
+    recs = _series("twice", 1, fix, 1) + _series("twice", 2, fix, 2) + _series("twice", 3, fix, 3)
+    app, TC = _app(settings)
+    with TC(app):
+        ingest.store_runs(app.state.sessions, [RunIn.model_validate(r) for r in recs])
+        ev = evaluations.start(app.state.sessions, "twice", lambda i: None)
+        second: list[int] = []
+
+        def between_series() -> None:
+            if not second:  # the put-back job's runner, while the first is between series
+                second.append(1)
+                evaluations.run(app.state.sessions, ev["id"])
+
+        evaluations.run(app.state.sessions, ev["id"], after_series=between_series)
+        with transaction(app.state.sessions) as s:
+            got = evaluations.show(s, ev["id"])
+        assert got["state"] == "done"
+        assert got["progress"] == {"series_done": 3, "series_total": 3, "runs": 120}, got
+        assert len(got["new"]) == 3
+    app.state.engine.dispose()
+
+
+def test_judging_a_series_holds_it_until_the_judgement_commits(settings):
+    """The re-evaluation's step holds its series (an ingest's evaluation of the same series
+    waits for it, so the two never judge one series from the same stored state at once)."""
+    from service.db import session_factory, transaction
+    from service.schemas import RunIn
+    from service.usecases import alert_state, history, ingest
+    from tests.conftest import write_at_once
+
+    app, TC = _app(settings)
+    with TC(app):
+        ids, _ = ingest.store_runs(app.state.sessions,
+                                   [RunIn.model_validate(r) for r in _series("hold", 1,
+                                                                             [(100, 10)], 1)])
+        sessions = session_factory(app.state.engine)
+        with transaction(sessions) as s:
+            bench = history.get_benchmark(s, "hold")
+            sid = s.execute(__import__("sqlalchemy").text(
+                "SELECT series_id FROM runs WHERE id = :i"), {"i": ids[0]}).scalar()
+            alert_state.reevaluate_series(s, bench, sid)
+            held = write_at_once(settings.database_url,
+                                 f"UPDATE series SET gpu = gpu WHERE id = {sid}")
+        assert held != "ok", held
+        assert write_at_once(settings.database_url,
+                             f"UPDATE series SET gpu = gpu WHERE id = {sid}") == "ok"
+    app.state.engine.dispose()
