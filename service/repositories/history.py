@@ -163,11 +163,15 @@ def series_metrics(session: Session, series_id: int) -> list[str]:
 
 
 def take_series_pending(session: Session, bench_id: int, series_ids: list[int]) -> list[int]:
-    """Every run of the series still in the benchmark's inbox, taken off it."""
-    of_series = select(Run.id).where(Run.id == PendingEvaluation.run_id,
-                                     Run.series_id.in_(series_ids)).exists()
+    """Every run of the series still in the benchmark's inbox, taken off it; on PostgreSQL
+    those another evaluation is taking this moment are skipped, not waited for (it judges them
+    once it holds the series, after this transaction: waiting here, which holds the series,
+    would be a deadlock)."""
+    free = (select(PendingEvaluation.id).join(Run, Run.id == PendingEvaluation.run_id)
+            .where(PendingEvaluation.benchmark_id == bench_id, Run.series_id.in_(series_ids))
+            .with_for_update(of=PendingEvaluation, skip_locked=True))
     return sorted(session.scalars(delete(PendingEvaluation)
-                                  .where(PendingEvaluation.benchmark_id == bench_id, of_series)
+                                  .where(PendingEvaluation.id.in_(free.scalar_subquery()))
                                   .returning(PendingEvaluation.run_id)))
 
 

@@ -238,3 +238,46 @@ def test_judging_a_series_holds_it_until_the_judgement_commits(settings):
         assert write_at_once(settings.database_url,
                              f"UPDATE series SET gpu = gpu WHERE id = {sid}") == "ok"
     app.state.engine.dispose()
+
+
+def test_a_reevaluation_never_waits_on_runs_an_ingest_evaluation_is_taking(settings):
+    """An ingest's evaluation has taken a run of the series off the inbox and waits to hold the
+    series; the re-evaluation, holding it, skips that run instead of waiting for it (which would
+    be a deadlock), and the ingest's evaluation then judges it."""
+    import threading
+
+    from service.db import session_factory, transaction
+    from service.repositories import history as hist_repo
+    from service.repositories import series as series_repo
+    from service.schemas import RunIn
+    from service.usecases import alert_state, history, ingest
+
+    app, TC = _app(settings)
+    with TC(app):
+        recs = _series("skip", 1, [(100, 12)], 1)
+        ids, _ = ingest.store_runs(app.state.sessions, [RunIn.model_validate(r) for r in recs])
+        sessions = session_factory(app.state.engine)
+        ingest_side = sessions()
+        try:
+            with transaction(sessions) as s:
+                bench = history.get_benchmark(s, "skip")
+            taken = hist_repo.take_pending(ingest_side, bench.id, 1)  # held, not committed
+            assert taken == [ids[0]]
+            done: list = []
+
+            def reevaluate() -> None:
+                with transaction(sessions) as s:
+                    sid = series_repo.series_of_benchmark(s, bench.id)[0].id
+                    done.append(alert_state.reevaluate_series(s, bench, sid))
+
+            t = threading.Thread(target=reevaluate, daemon=True)
+            if settings.database_url.startswith("sqlite"):
+                ingest_side.rollback()  # one writer at a time: nothing to skip there
+            t.start()
+            t.join(20)
+            assert not t.is_alive(), "the re-evaluation waited on the ingest's taken run"
+            assert done and done[0][1] == 12
+        finally:
+            ingest_side.rollback()
+            ingest_side.close()
+    app.state.engine.dispose()
