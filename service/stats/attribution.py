@@ -21,7 +21,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -104,7 +104,7 @@ def _frame(rows: Sequence[RunFacts], keys: list[str], outcome: list[float | None
 def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
     """`outcome`: "mean", "spread" or "determinism". Factors sorted by `explains`; the runs
     without that outcome (no repeats, no mean) take no part, keys included."""
-    measured = [(r, outcome_of(r, outcome)) for r in rows]
+    measured = [(r, outcome_of(r, outcome)) for r in flags_filled(rows)]
     rows = [r for r, y in measured if y is not None]
     ys: list[float | None] = [y for _, y in measured if y is not None]
     keys = factor_keys(rows)
@@ -126,6 +126,16 @@ def attribute(rows: Sequence[RunFacts], outcome: str) -> list[Factor]:
         out.append(Factor(name, sorted({r.config.get(k) for r in rows}, key=level_key), float(effect),
                           None if p is None or math.isnan(p) else float(p), shares[k][0], values))
     return sorted(holm(out), key=lambda f: -f.explains)
+
+
+def flags_filled(rows: Sequence[RunFacts]) -> list[RunFacts]:
+    """The runs with a flag they do not name set off: a key whose every stated value is a bool
+    (`deterministic`, `cuda_graphs`) is False where a run's config leaves it out, as the
+    collectors leave out a flag that is off."""
+    keys = {k for r in rows for k in r.config}
+    flags = {k for k in keys if all(isinstance(r.config[k], bool) for r in rows if k in r.config)}
+    return [r if flags <= r.config.keys() else
+            replace(r, config={**{k: False for k in flags}, **r.config}) for r in rows]
 
 
 def outcome_of(r: RunFacts, outcome: str) -> float | None:

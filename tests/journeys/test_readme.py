@@ -41,6 +41,7 @@ def test_the_tour_runs_as_written(tmp_path):
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             proc.wait(timeout=900)
+            pages = _pages_the_tour_names()  # opened while the tour's server still runs
         finally:
             try:  # the tour's server runs in the script's process group
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -54,4 +55,21 @@ def test_the_tour_runs_as_written(tmp_path):
     assert re.search(r"gate exit [013]\n", out)
     assert "perfwarden" in out and "`tour` vs baseline `v17`" in out  # the comment's heading
     assert "trace: trace_M1_rank0.json.gz (kineto)" in out
+    assert pages and all(code == 200 for code in pages.values()), pages
     assert (tmp_path / "tour.db").exists() and (tmp_path / "pr" / "run.json").exists()
+
+
+def _pages_the_tour_names() -> dict[str, int]:
+    """Every page of the tour's server the tour's text tells the reader to open: its status."""
+    import urllib.error
+    import urllib.request
+
+    section = README.split("## A five-minute tour on a CPU", 1)[1].split("\n## ", 1)[0]
+    out = {}
+    for url in re.findall(r"`(http://127\.0\.0\.1:8001/[^`]*)`", section):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                out[url] = r.status
+        except urllib.error.HTTPError as e:
+            out[url] = e.code
+    return out
