@@ -79,6 +79,19 @@ def test_an_unreachable_server_exits_69_naming_its_url(tmp_path):
     r = run(PW, "comment", "--server", DOWN, "--benchmark", "b", "--baseline", "v", "--run", "1",
             "--repo", "acme/engine", "--pr", "1")
     assert r.returncode == 69
+    # a record with its trace, as the action's profiled collect writes it: the upload's error
+    import json
+    import shutil
+
+    from tests.conftest import H200, minimal_run
+
+    (tmp_path / "traces").mkdir()
+    shutil.copy(H200 / "explain" / "traces" / "trace_M1_rank0.json.gz", tmp_path / "traces")
+    (tmp_path / "run.json").write_text(json.dumps(
+        [minimal_run(trace_files=["traces/trace_M1_rank0.json.gz"])]))
+    r = run(PW, "ingest", str(tmp_path / "run.json"), "--server", DOWN)
+    assert r.returncode == 69 and r.stderr.strip().startswith(f"error: cannot reach {DOWN}"), \
+        r.stderr
 
 
 def test_in_a_bisect_every_error_of_ours_stops_it():

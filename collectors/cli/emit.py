@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import CliError
+from ..errors import CliError, Refused, Unreachable
 
 
 def emit(records: list[dict], out: str | None, server: str | None,
@@ -73,6 +73,10 @@ def _post(records: list[dict], server: str, base: Path) -> None:
         for f, (group, phase) in zip(files, grouped):
             try:
                 res = stage_trace(server, f)
+            except Unreachable as e:  # exit 69: the server, named first
+                raise Unreachable(f"{e} (uploading trace {f.name}); nothing posted") from None
+            except Refused as e:  # its status's exit code
+                raise Refused(f"trace {f.name}: {e}; nothing posted", e.status) from None
             except RuntimeError as e:
                 raise CliError(f"trace file {f}: {e}; nothing posted") from None
             print(f"  uploaded trace {f.name} (sha256 {res['sha256'][:12]})", file=sys.stderr)
