@@ -12,7 +12,9 @@ from .common import redact, settings
 
 
 def add_server(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve the API and the dashboard")
+    p = sub.add_parser("serve", help="serve the API and the dashboard",
+                       epilog="The database is PERFWARDEN_DATABASE_URL (default: SQLite "
+                              "./perfwarden.db); docs/operations.md lists every setting.")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--seed", metavar="DIR", help="when the database holds no run, load the run "
