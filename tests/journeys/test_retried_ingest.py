@@ -46,8 +46,9 @@ def test_a_retried_ingest_keeps_the_same_ids_and_deletes_nothing(served, tmp_pat
     (folder / "traces" / "nsys_M1.sqlite").write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
     r = ingest()
     err = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and r.stdout == "", r.stderr
-    assert err[-1].startswith("error: trace file") and "nothing posted" in err[-1]
+    assert r.returncode == 65 and r.stdout == "", r.stderr  # the server refused it: bad input
+    assert err[-1].startswith("error: trace nsys_M1.sqlite: server refused the trace (422)")
+    assert "nothing posted" in err[-1]
     assert sorted(x["id"] for x in served.runs(benchmark="rerun")) == sorted(ids)
     for i in ids:
         assert [t["id"] for t in served.get(f"/api/v1/runs/{i}")["traces"]] == \
