@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import logging
 import multiprocessing as mp
 import os
 import resource
@@ -26,6 +27,7 @@ DEADLINE_BASE_S = 60.0  # the default deadline of an analysis: this, plus
 DEADLINE_BYTES_S = 1e6  # one second per this many bytes of its files
 CPU_PER_DEADLINE = 4  # the default CPU-time limit: this many times the deadline
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,7 @@ class _CpuWaits:
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[float, float]] = {}  # pid -> (when, its CPU time then)
+        self.cpu: dict[int, float] = {}  # pid -> the CPU time it had used when last seen
 
     def more_s(self, pid: int | None) -> float:
         if pid is None:
@@ -156,6 +159,7 @@ class _CpuWaits:
                 continue
             state, cpu = got
             when, last = self._seen.get(p, (now, cpu))
+            self.cpu[p] = cpu
             if state == "R":  # less two clock ticks: CPU time is counted in whole ticks
                 rise = max(rise, (now - when) - (cpu - last) - 2 / os.sysconf("SC_CLK_TCK"))
             self._seen[p] = (now, cpu)
@@ -180,17 +184,43 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+STUCK_CPU_SHARE = 0.02  # past its deadline having used less CPU than this share of it: stuck
+STUCK_MIN_DEADLINE_S = 5.0  # deadlines this long or longer are tried again once when stuck
+
+
+class _Stuck(TraceError):
+    """Past the deadline having hardly run: blocked, not parsing."""
+
+
 def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None,
               idle: bool = True) -> T:
-    """`work` in a process of its own, forked for it on Linux (as the rank-set loader forks:
-    the child touches no lock the server's threads hold) at the lowest CPU priority (with
+    """`work` in a sandboxed process (_sandboxed_once). An analysis past its deadline that
+    used almost no CPU (less than STUCK_CPU_SHARE of the deadline) was blocked rather than
+    parsing: a process forked beside the server's threads can inherit a lock one of them held
+    at that moment (SQLite's, the allocator's) and wait on it for ever, which the file has no
+    part in. It is forked again once, with a deadline of its own; a second such end is final."""
+    box = sandbox or Sandbox()
+    try:
+        return _sandboxed_once(work, nbytes, box, idle)
+    except _Stuck as e:
+        if box.deadline_s(nbytes) < STUCK_MIN_DEADLINE_S:
+            raise TraceError(str(e)) from None
+        log.warning("a trace analysis was blocked past its deadline; trying it once more")
+    try:
+        return _sandboxed_once(work, nbytes, box, idle)
+    except _Stuck as e:
+        raise TraceError(str(e)) from None
+
+
+def _sandboxed_once(work: Callable[[], T], nbytes: int, box: Sandbox, idle: bool) -> T:
+    """`work` in a process of its own, forked for it on Linux (as the rank-set loader forks) at
+    the lowest CPU priority (with
     `idle`; without, at the caller's: a request a user waits for), under the
     sandbox's limits and deadline (`nbytes`: the size of the files it reads, which scales the
     defaults); single-threaded, it may fork its pieces, and its memory is returned when it
     ends. Past the deadline, a limit or a cap, or ended by a signal: TraceError (final, not
     worth retrying). Elsewhere (no fork that is safe beside threads, no SCHED_IDLE, no
     rlimits) it runs here."""
-    box = sandbox or Sandbox()
     if not sys.platform.startswith("linux"):
         return work()
     deadline = box.deadline_s(nbytes)
@@ -223,8 +253,9 @@ def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None
                 os.killpg(proc.pid, signal.SIGKILL)  # the group it made: its pieces
             proc.join()
     if kind == "late":
-        raise TraceError(f"refused: the analysis ran past its deadline of {deadline:.3g} s "
-                         "(PERFWARDEN_ANALYSIS_TIMEOUT_S)")
+        late = _Stuck if sum(waits.cpu.values()) < STUCK_CPU_SHARE * deadline else TraceError
+        raise late(f"refused: the analysis ran past its deadline of {deadline:.3g} s "
+                   "(PERFWARDEN_ANALYSIS_TIMEOUT_S)")
     if kind == "died":
         why = _death(proc.exitcode, box, nbytes)
         if why:

@@ -293,3 +293,46 @@ def test_waiting_for_a_core_is_not_late_and_a_hang_still_is():
     with pytest.raises(Exception, match="ran past its deadline of 1 s"):
         sandboxed(lambda: time.sleep(30), 0, box)
     assert time.monotonic() - t0 < 10
+
+
+def test_an_analysis_blocked_by_a_lock_inherited_at_fork_is_tried_once_more(tmp_path):
+    """The first fork blocks on a lock another thread held at that moment and never runs past
+    it (no CPU used by its deadline); the second fork, made with the lock free, parses. An
+    analysis that blocks every time (a sleep) is refused after the second try."""
+    import threading
+
+    from service.sandbox import Sandbox, sandboxed
+
+    box = Sandbox(timeout_s=5.0)
+    lock = threading.Lock()
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:  # another thread of the server, inside a lock at the first fork
+        with lock:
+            held.set()
+            release.wait(20)
+
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    held.wait(5)
+    forks: list[float] = []
+
+    def work() -> str:
+        with lock:  # the child's copy: held for ever in the first fork, free in the second
+            return "parsed"
+
+    def first_fork_then_free() -> None:
+        time.sleep(1.0)  # the first fork is made with the lock held
+        release.set()
+
+    threading.Thread(target=first_fork_then_free, daemon=True).start()
+    t0 = time.monotonic()
+    assert sandboxed(work, 0, box) == "parsed"
+    forks.append(time.monotonic() - t0)
+    assert forks[0] >= 5.0  # the first try met its deadline, the second parsed
+    t.join(5)
+    t0 = time.monotonic()
+    with pytest.raises(Exception, match="ran past its deadline of 5 s"):
+        sandboxed(lambda: time.sleep(60), 0, box)
+    assert 10.0 <= time.monotonic() - t0 < 20
