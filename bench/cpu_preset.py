@@ -73,18 +73,22 @@ def judge(path: Path, draws: int, seed: int) -> None:
         print(f"| {arm} | {len(rs)} | {min(m):.0f}-{max(m):.0f} | {max(m) / min(m):.2f}x | "
               f"{100 * st.stdev(m) / st.mean(m):.1f}% | {st.mean(m) / a_mean:.2f}x |")
     rng = random.Random(seed)
-    print("\n| K/M | threshold | A/A pass / regression / inconclusive | X3 regression | "
-          "X2 regression |")
-    print("|---|---:|---:|---:|---:|")
+    half = len(runs["A"]) // 2  # runs in the order they ran: the first half long before the rest
+    print("\n| K/M | threshold | A/A pass / regression / inconclusive | A/A across time: pass / "
+          "inconclusive | X3 regression | X2 regression |")
+    print("|---|---:|---:|---:|---:|---:|")
     for k, n_cand in ((3, 1), (5, 3)):
         for t in (15.0, 20.0, 25.0, 30.0):
             share = {}
-            for arm in ("A", "X3", "X2"):
+            for arm in ("A", "A-time", "X3", "X2"):
                 n = {"pass": 0, "fail": 0, "inconclusive": 0}
                 for _ in range(draws):
                     if arm == "A":
                         pick = rng.sample(runs["A"], k + n_cand)
                         base, cand = pick[:k], pick[k:]
+                    elif arm == "A-time":  # a baseline from early runs, the candidate's later
+                        base = rng.sample(runs["A"][:half], k)
+                        cand = rng.sample(runs["A"][half:], n_cand)
                     else:
                         base, cand = rng.sample(runs["A"], k), rng.sample(runs[arm], n_cand)
                     c = Comparison("cpu_tok_s", "tok/s", "higher", t, False, {}, None, base, cand)
@@ -92,7 +96,8 @@ def judge(path: Path, draws: int, seed: int) -> None:
                 share[arm] = {v: 100 * x / draws for v, x in n.items()}
             a = share["A"]
             print(f"| {k}/{n_cand} | {t:g}% | {a['pass']:.0f}% / {a['fail']:.0f}% / "
-                  f"{a['inconclusive']:.0f}% | {share['X3']['fail']:.0f}% | "
+                  f"{a['inconclusive']:.0f}% | {share['A-time']['pass']:.0f}% / "
+                  f"{share['A-time']['inconclusive']:.0f}% | {share['X3']['fail']:.0f}% | "
                   f"{share['X2']['fail']:.0f}% |")
     pairs = [(a, x) for a, x in zip(runs["A"][::2], runs["X3"])]
     e = assess_blocks(pairs, "higher")

@@ -74,6 +74,11 @@ class Job:
     def code(self, name: str) -> int | None:
         return next(c for n, c, _ in self.steps if n == name)
 
+    @property
+    def log(self) -> str:
+        """Every step's name, exit code and whole output, for an assertion's message."""
+        return "\n".join(f"--- {n}: {c}\n{out}" for n, c, out in self.steps)
+
 
 def run_action(inputs: dict[str, str], github: dict, base_env: dict[str, str], tmp: Path) -> Job:
     action = load()

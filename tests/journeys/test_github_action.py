@@ -148,7 +148,7 @@ def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix
 
     job = run_action({"server": url, "collect": defaults["collect"] + " --extra-work 3"},
                      pr("5" * 40), env, tmp_path)
-    assert job.code("perfwarden verdict") == 1 and job.outputs["verdict"] == "fail", job.steps
+    assert job.code("perfwarden verdict") == 1 and job.outputs["verdict"] == "fail", job.log
     assert len(job.outputs["run-ids"].split()) == 3
     (check,) = github.check_runs.values()
     assert check["conclusion"] == "failure"
@@ -159,14 +159,14 @@ def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix
     assert "pending" not in comment["body"].lower()
 
     job = run_action({"server": url}, pr("6" * 40), env, tmp_path)  # the fix: the defaults
-    assert not job.failed and job.outputs["verdict"] == "pass", job.steps
+    assert not job.failed and job.outputs["verdict"] == "pass", job.log
     (fixed,) = [c for c in github.check_runs.values() if c["head_sha"] == "6" * 40]
     assert fixed["conclusion"] == "success"
     assert len(github.comments) == 1
     assert "**PASS**" in next(iter(github.comments.values()))["body"]
 
     job = run_action({"server": url, "baseline": "mian"}, pr("7" * 40), env, tmp_path)
-    assert job.code("perfwarden gate") == 65 and job.outputs["verdict"] == "error", job.steps
+    assert job.code("perfwarden gate") == 65 and job.outputs["verdict"] == "error", job.log
     (err,) = [c for c in github.check_runs.values() if c["head_sha"] == "7" * 40]
     assert err["conclusion"] == "failure" and "mian" in err["output"]["title"]
     # one check per commit, each the outcome of that commit
