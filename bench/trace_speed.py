@@ -321,12 +321,12 @@ def tree_rss_mb(pid: int) -> float:
 FLOOR_SNIPPET = """
 import os, sys
 from multiprocessing import get_context
-from collectors.traces import kineto, kineto_scan as ks
+from collectors.traces import kineto, kineto_events as ev
 
 def decode(path):
     raw = kineto.read_bytes(__import__("pathlib").Path(path))
-    events = ks.decode_tagged(raw, True)
-    return len(events if events is not None else ks._DOC.decode(raw).traceEvents)
+    events = ev.decode_tagged(raw, True)
+    return len(events if events is not None else ev.DOC.decode(raw).traceEvents)
 
 files = sys.argv[1:]
 if len(files) == 1:
