@@ -3,7 +3,9 @@ procrastinate task per job kind, on its lane's queue (QUEUES: trace analysis on
 `perfwarden-trace`, every other kind on `perfwarden`), each queue run by a worker of its own
 with its lane's concurrency; retries with the kind's doubling
 backoff; a job whose worker was killed (no heartbeat for `job_lease_s`) is put back by the
-next worker's sweep. Tasks are plain functions; procrastinate runs them in a thread."""
+next worker's sweep, until its kind's attempts are spent: then it fails for good, as one that
+raised would (a trace is marked failed saying so). Tasks are plain functions; procrastinate
+runs them in a thread."""
 from __future__ import annotations
 
 import asyncio
@@ -119,13 +121,26 @@ class PgQueue:
                 self._open = False
 
 
-async def _sweep(app: procrastinate.App, lease_s: float) -> int:
+async def _sweep(app: procrastinate.App, settings: Settings, ctx: Context | None = None) -> int:
     """Put back the running jobs of workers that stopped beating (killed). Where a waiting job
     with the same coalescing key was queued meanwhile, that one stands for it: the stalled job
-    is marked failed instead (a second waiting copy would break the key's unique index)."""
+    is marked failed instead (a second waiting copy would break the key's unique index). A job
+    whose workers died on each of its kind's attempts is failed for good, and its kind gives up
+    (with `ctx`: a trace is marked failed), never put back again."""
     n = 0
-    for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=lease_s):
+    for job in await app.job_manager.get_stalled_jobs(
+            seconds_since_heartbeat=settings.job_lease_s):
+        kind = KINDS.get(job.task_name)
+        tries = job.attempts + 1  # the run its worker died in included
         try:
+            if kind is not None and tries >= kind.attempts(settings):
+                err = f"gave up after {tries} attempts (the worker stopped each time)"
+                log.warning("job %s %s: %s", job.id, job.task_name, err)
+                await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
+                if ctx is not None and kind.give_up is not None:
+                    await asyncio.to_thread(kind.give_up, ctx, dict(job.task_kwargs), err)
+                n += 1
+                continue
             try:
                 await app.job_manager.retry_job(job, retry_at=datetime.now(timezone.utc))
             except pexc.UniqueViolation:
@@ -147,7 +162,7 @@ async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Ev
     app = make_app(settings, ctx)
     lease = settings.job_lease_s
     async with app.open_async():
-        await _sweep(app, lease)  # the killed workers' jobs first, then `then` (the start-up
+        await _sweep(app, settings, ctx)  # the killed workers' jobs first, then `then` (the start-up
         if then is not None:      # sweep of pending traces), so these stand for their traces
             await asyncio.to_thread(then)
         stop = stop or threading.Event()
@@ -169,7 +184,7 @@ async def _work(settings: Settings, ctx: Context, wait: bool, stop: threading.Ev
                 for w in workers:
                     w.cancel()
                 break
-            await _sweep(app, lease)
+            await _sweep(app, settings, ctx)
         for w in workers:
             try:
                 await w

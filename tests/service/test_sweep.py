@@ -19,6 +19,20 @@ def _wipe_queue(url: str) -> None:
         eng.dispose()
 
 
+def _worker_died(eng, settings, run: int) -> None:
+    """Every job is running its `run`-th time (1: the first) on a worker that died: no lease
+    renewed, no heartbeat for an hour."""
+    with eng.begin() as c:
+        if settings.is_sqlite:  # the table counts a claim as an attempt
+            c.execute(text("UPDATE jobs SET state = 'doing', attempts = :n, worker = 'dead', "
+                           "locked_until = '2000-01-01 00:00:00'"), {"n": run})
+        else:  # procrastinate counts the retries before this run
+            wid = c.execute(text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES "
+                                 "(now() - interval '1 hour') RETURNING id")).scalar_one()
+            c.execute(text("UPDATE procrastinate_jobs SET status = 'doing', attempts = :n, "
+                           "worker_id = :w"), {"n": run - 1, "w": wid})
+
+
 def test_a_pending_trace_whose_job_was_lost_is_analyzed_when_a_worker_starts(settings):
     from fastapi.testclient import TestClient
 
@@ -57,15 +71,7 @@ def test_a_killed_workers_job_whose_key_waits_again_is_closed_not_doubled(settin
     q = jobs_queue.open_queue(settings, sessions)
     try:
         enqueue_trace(q, 7)
-        with eng.begin() as c:  # the job's worker takes it, then dies (no heartbeat for 1 h)
-            if settings.is_sqlite:
-                c.execute(text("UPDATE jobs SET state = 'doing', attempts = 1, worker = 'dead', "
-                               "locked_until = '2000-01-01 00:00:00'"))
-            else:
-                wid = c.execute(text("INSERT INTO procrastinate_workers (last_heartbeat) VALUES "
-                                     "(now() - interval '1 hour') RETURNING id")).scalar_one()
-                c.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w"),
-                          {"w": wid})
+        _worker_died(eng, settings, 1)  # the job's worker takes it, then dies
         enqueue_trace(q, 7)
         if settings.is_sqlite:  # a waiting copy beside the dead worker's job
             with eng.connect() as c:
@@ -78,7 +84,7 @@ def test_a_killed_workers_job_whose_key_waits_again_is_closed_not_doubled(settin
 
             async def sweep() -> int:
                 async with app.open_async():
-                    return await pg._sweep(app, settings.job_lease_s)
+                    return await pg._sweep(app, settings)
 
             assert asyncio.run(sweep()) == 1
             with eng.connect() as c:
@@ -87,3 +93,30 @@ def test_a_killed_workers_job_whose_key_waits_again_is_closed_not_doubled(settin
     finally:
         q.close()
         eng.dispose()
+
+
+def test_a_job_whose_workers_died_on_every_attempt_fails_for_good(settings):
+    """A trace whose analysis kills its worker each time (the kernel's OOM killer, a crash in C)
+    is not put back without end: once its attempts are spent the job fails, the trace says why,
+    and no later worker start queues it again."""
+    from fastapi.testclient import TestClient
+
+    from service.jobs.worker import pending
+    from service.main import create_app
+
+    app = create_app(settings.model_copy(update={"jobs_in_process": False, "job_attempts": 3}))
+    eng = app.state.engine
+    with TestClient(app, **LOCAL) as c:
+        rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
+        raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
+        r = c.post(f"/api/v1/runs/{rid}/traces?filename=graphs.sqlite.gz", content=raw)
+        assert r.status_code == 202
+        _worker_died(eng, settings, 3)  # its third run's worker died
+        drain_jobs(app)
+        (trace,) = c.get(f"/api/v1/runs/{rid}").json()["traces"]
+        assert trace["state"] == "failed", trace
+        assert "gave up after 3 attempts (the worker stopped each time)" in trace["error"]
+        assert pending(app.state.settings, app.state.sessions) == 0
+        drain_jobs(app)  # a later worker start: the sweep leaves a failed trace alone
+        assert c.get(f"/api/v1/runs/{rid}").json()["traces"][0]["state"] == "failed"
+    eng.dispose()
