@@ -23,7 +23,8 @@ def title(cmp: CompareOut) -> str:
     unsure = sum(m.verdict == "inconclusive" for m in cmp.metrics)
     n = len(cmp.metrics)
     tail = f"{bad} of {n} metric verdicts regressed" if bad else (
-        f"{unsure} of {n} metric verdicts inconclusive" if unsure else f"{n} metric verdicts pass")
+        f"{unsure} of {n} metric verdicts inconclusive" if unsure else
+        "the metric verdict passes" if n == 1 else f"all {n} metric verdicts pass")
     return f"{cmp.verdict.upper()} vs baseline {cmp.baseline}: {tail}"
 
 

@@ -72,7 +72,7 @@ def test_action_on_a_pull_request_red_green_and_an_error(live_server, github, tm
     assert "**FAIL**" in body and "`kv_capacity_tokens`" in body
     assert "**Traces:** [candidate run" in body and "pending" not in body.lower()
     assert "http://dash.local/api/v1/traces/" in body
-    assert "| `kv_capacity_tokens` |" in summary.read_text()
+    assert summary.read_text().count("| `kv_capacity_tokens` |") == 1  # gate's, not again
     assert len(job.outputs["run-ids"].split()) == 1
 
     # 2. the fix: green on the new head, the same comment edited
@@ -119,8 +119,9 @@ def test_an_unreachable_server_still_posts_a_failed_check(github, tmp_path):
 def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix(
         live_server, github, tmp_path):
     """The action's defaults as they are (the CPU preset, three runs a commit, `cpu_tok_s` at
-    its measured threshold): a commit planting three extra shared-expert passes (about 2.2x
-    slower on two cores, data/cpu_preset/) turns the check red, the fix green; one comment,
+    its measured threshold): a commit planting six extra shared-expert passes (about 0.45x the
+    preset's `cpu_tok_s` on a 2-core VM; three cost 0.57-0.63x there, too near the 30% threshold
+    for a test that must not flake either way) turns the check red, the fix green; one comment,
     carrying the trace's evidence once its analysis landed."""
     url, _ = live_server
     main = []  # the baseline: five runs of main, one process each
@@ -146,7 +147,7 @@ def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix
                 "head_ref": "speedup", "token": TOKEN,
                 "event": {"pull_request": {"number": 9, "head": {"sha": sha}}}}
 
-    job = run_action({"server": url, "collect": defaults["collect"] + " --extra-work 3"},
+    job = run_action({"server": url, "collect": defaults["collect"] + " --extra-work 6"},
                      pr("5" * 40), env, tmp_path)
     assert job.code("perfwarden verdict") == 1 and job.outputs["verdict"] == "fail", job.log
     assert len(job.outputs["run-ids"].split()) == 3
@@ -162,6 +163,7 @@ def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix
     assert not job.failed and job.outputs["verdict"] == "pass", job.log
     (fixed,) = [c for c in github.check_runs.values() if c["head_sha"] == "6" * 40]
     assert fixed["conclusion"] == "success"
+    assert fixed["output"]["title"] == "PASS vs baseline main: the metric verdict passes"
     assert len(github.comments) == 1
     assert "**PASS**" in next(iter(github.comments.values()))["body"]
 
