@@ -51,16 +51,21 @@ def test_the_tour_runs_as_written(tmp_path):
     assert "address already in use" not in out, "port 8001 is taken: the tour needs it free"
     assert "Traceback" not in out and "error:" not in out, out[-3000:]
     assert "created baseline 'v17' of tour: runs [1, 2, 3]" in out
-    assert re.search(r"verdict: (PASS|REGRESSION|IMPROVEMENT|INCONCLUSIVE)", out)
+    gate = re.search(r"verdict: (PASS|FAIL|INCONCLUSIVE)", out)
+    assert gate, out[-3000:]
     assert re.search(r"gate exit [013]\n", out)
     assert "perfwarden" in out and "`tour` vs baseline `v17`" in out  # the comment's heading
     assert "trace: trace_M1_rank0.json.gz (kineto)" in out
-    assert pages and all(code == 200 for code in pages.values()), pages
+    assert pages and all(code == 200 for code, _ in pages.values()), pages
+    (compare,) = [body for url, (_, body) in pages.items() if "/compare?" in url]
+    shown = re.search(r'<span id="verdict" class="[a-z]+">([A-Z]+)</span>', compare)
+    assert shown and shown.group(1) == gate.group(1)  # the page judges what the gate judged
     assert (tmp_path / "tour.db").exists() and (tmp_path / "pr" / "run.json").exists()
 
 
-def _pages_the_tour_names() -> dict[str, int]:
-    """Every page of the tour's server the tour's text tells the reader to open: its status."""
+def _pages_the_tour_names() -> dict[str, tuple[int, str]]:
+    """Every page of the tour's server the tour's text tells the reader to open: its status and
+    its text."""
     import urllib.error
     import urllib.request
 
@@ -69,7 +74,7 @@ def _pages_the_tour_names() -> dict[str, int]:
     for url in re.findall(r"`(http://127\.0\.0\.1:8001/[^`]*)`", section):
         try:
             with urllib.request.urlopen(url, timeout=30) as r:
-                out[url] = r.status
+                out[url] = (r.status, r.read().decode())
         except urllib.error.HTTPError as e:
-            out[url] = e.code
+            out[url] = (e.code, "")
     return out
