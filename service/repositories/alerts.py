@@ -39,6 +39,23 @@ def list_alerts(session: Session, bench_id: int | None = None, state: str | None
     return rows, int(count)
 
 
+def undelivered(session: Session, webhook: bool, github: bool,
+                ids: list[int] | None = None) -> list[tuple[int, bool, bool]]:
+    """(id, webhook due, GitHub issue due) of every open alert that has not gone out to a
+    destination asked for (of `ids` alone where given), oldest first: ids and two flags a row,
+    however many alerts are open."""
+    if not webhook and not github:
+        return []
+    wh = Alert.webhook_delivered_at.is_(None)
+    gh = Alert.github_issue.is_(None)
+    q = select(Alert.id, wh, gh).where(Alert.state == "open")
+    q = q.where(wh | gh) if webhook and github else q.where(wh if webhook else gh)
+    if ids is not None:
+        q = q.where(Alert.id.in_(ids))
+    return [(i, bool(w) and webhook, bool(g) and github)
+            for i, w, g in session.execute(q.order_by(Alert.id))]
+
+
 def open_counts(session: Session) -> dict[int, int]:
     """Open alerts per benchmark id."""
     q = select(Alert.benchmark_id, func.count()).where(Alert.state == "open") \

@@ -35,19 +35,17 @@ def delivery_id(alert_id: int) -> str:
 
 def due(sessions: SessionFactory, settings: Settings,
         ids: list[int] | None = None) -> list[tuple[str, int]]:
-    """(kind, alert id) of what has not gone out yet for the open alerts (or those of `ids`)."""
-    if not settings.alert_webhook and not settings.alert_github_repo:
-        return []
+    """(kind, alert id) of what has not gone out yet for the open alerts (or those of `ids`):
+    every one of them, however many are open."""
     with transaction(sessions) as session:
-        rows, _ = repo.list_alerts(session, state="open", limit=1000)
+        rows = repo.undelivered(session, bool(settings.alert_webhook),
+                                bool(settings.alert_github_repo), ids)
     out: list[tuple[str, int]] = []
-    for a in rows:
-        if ids is not None and a.id not in ids:
-            continue
-        if settings.alert_webhook and a.webhook_delivered_at is None:
-            out.append(("webhook", a.id))
-        if settings.alert_github_repo and a.github_issue is None:
-            out.append(("github_issue", a.id))
+    for alert_id, webhook_due, issue_due in rows:
+        if webhook_due:
+            out.append(("webhook", alert_id))
+        if issue_due:
+            out.append(("github_issue", alert_id))
     return out
 
 

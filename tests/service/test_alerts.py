@@ -454,3 +454,36 @@ def test_the_last_good_run_is_named_or_said_unknown(settings, receiver):
         assert "?" not in body and f"last good: run {ids[19]}" in body, body
         assert "names no commit" in body
     app.state.engine.dispose()
+
+
+def test_every_undelivered_open_alert_is_due_however_many_are_open(settings, receiver):
+    """Notifications queued again after an outage cover every open alert not yet sent, not only
+    the newest page of them: the oldest of 1,201 open alerts is still due."""
+    from sqlalchemy import text
+
+    from service.db import transaction
+    from service.repositories import alerts as repo
+    from service.usecases import deliveries
+    from tests.conftest import minimal_run
+
+    app, TC = _app(settings, receiver)
+    with TC(app) as c:
+        rid = c.post("/api/v1/runs", json=minimal_run()).json()["id"]
+        sessions = app.state.sessions
+        with transaction(sessions) as s:
+            bench, series = s.execute(text("SELECT benchmark_id, series_id FROM runs WHERE id = "
+                                           ":r"), {"r": rid}).one()
+            ids = [repo.add(s, benchmark_id=bench, series_id=series, metric="tok_s",
+                            branch="main", run_id=rid + k, before=100.0, after=97.0,
+                            delta_pct=-3.0).id for k in range(1201)]
+        s_ = app.state.settings
+        assert len(deliveries.due(sessions, s_)) == 2 * 1201  # a webhook and an issue each
+        with transaction(sessions) as s:  # all but the oldest went out
+            for a in ids[1:]:
+                repo.record_webhook(repo.get(s, a), None)
+                repo.record_issue(repo.get(s, a), 7, None)
+        assert deliveries.due(sessions, s_) == [("webhook", ids[0]), ("github_issue", ids[0])]
+        assert deliveries.due(sessions, s_, ids[1:3]) == []
+        no_issue = s_.model_copy(update={"alert_github_repo": ""})
+        assert deliveries.due(sessions, no_issue) == [("webhook", ids[0])]
+    app.state.engine.dispose()
