@@ -136,9 +136,10 @@ def _death(code: int | None, sandbox: Sandbox, nbytes: int) -> str | None:
 
 
 class _CpuWaits:
-    """How long an analysis (its process and the pieces it forked) waited for a core since the
-    last look: the largest such wait of any one of them, since its pieces wait side by side. The
-    deadline stops for it: at SCHED_IDLE beside busy cores a parse of a fraction of a second
+    """How long an analysis (its process, the pieces it forked and theirs) waited for a core
+    since the last look: the largest such wait of any one of them (its pieces wait side by
+    side), and how long all of them have slept using no CPU (`asleep_s`: blocked). The
+    deadline stops for the waits: at SCHED_IDLE beside busy cores a parse of a fraction of a second
     waited past a 60 s deadline and was refused for good. A process waits while it is runnable
     and not running: the time it was seen runnable less the CPU time it got (/proc/PID/stat).
     (The kernel's run-queue delay in /proc/PID/schedstat is only added when the wait ends, so a
@@ -148,12 +149,15 @@ class _CpuWaits:
     def __init__(self) -> None:
         self._seen: dict[int, tuple[float, float]] = {}  # pid -> (when, its CPU time then)
         self.cpu: dict[int, float] = {}  # pid -> the CPU time it had used when last seen
+        self.asleep_s = 0.0  # how long all of them have slept (S) without using any CPU
+        self._look: float | None = None  # when they were last looked at
 
     def more_s(self, pid: int | None) -> float:
         if pid is None:
             return 0.0
         now, rise = time.monotonic(), 0.0
-        for p in [pid, *_children(pid)]:
+        asleep, seen = True, 0  # every process asleep since the last look, none of them new
+        for p in _tree(pid):
             got = _state_and_cpu(p)
             if got is None:
                 continue
@@ -162,7 +166,12 @@ class _CpuWaits:
             self.cpu[p] = cpu
             if state == "R":  # less two clock ticks: CPU time is counted in whole ticks
                 rise = max(rise, (now - when) - (cpu - last) - 2 / os.sysconf("SC_CLK_TCK"))
+            asleep = asleep and state == "S" and cpu == last and p in self._seen
+            seen += 1
             self._seen[p] = (now, cpu)
+        asleep = asleep and seen > 0 and self._look is not None
+        self.asleep_s = self.asleep_s + (now - cast(float, self._look)) if asleep else 0.0
+        self._look = now
         return rise
 
 
@@ -176,6 +185,15 @@ def _state_and_cpu(pid: int) -> tuple[str, float] | None:
         return None
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (an analysis, the pieces it forked, theirs)."""
+    out, i = [pid], 0
+    while i < len(out) and len(out) < 1024:
+        out += _children(out[i])
+        i += 1
+    return out
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -186,41 +204,50 @@ def _children(pid: int) -> list[int]:
 
 STUCK_CPU_SHARE = 0.02  # past its deadline having used less CPU than this share of it: stuck
 STUCK_MIN_DEADLINE_S = 5.0  # deadlines this long or longer are tried again once when stuck
+STUCK_ASLEEP_S = 3.0  # a first try whose processes all slept this long, using no CPU: stuck
 
 
 class _Stuck(TraceError):
-    """Past the deadline having hardly run: blocked, not parsing."""
+    """Blocked, not parsing: asleep without using CPU (`asleep`), or past the deadline having
+    hardly run."""
+
+    def __init__(self, message: str, asleep: bool = False):
+        super().__init__(message)
+        self.asleep = asleep
 
 
 def sandboxed(work: Callable[[], T], nbytes: int, sandbox: Sandbox | None = None,
               idle: bool = True) -> T:
-    """`work` in a sandboxed process (_sandboxed_once). An analysis past its deadline that
-    used almost no CPU (less than STUCK_CPU_SHARE of the deadline) was blocked rather than
-    parsing: a process forked beside the server's threads can inherit a lock one of them held
-    at that moment (SQLite's, the allocator's) and wait on it for ever, which the file has no
-    part in. It is forked again once, with a deadline of its own; a second such end is final."""
+    """`work` in a sandboxed process (_sandboxed_once). A process forked beside the server's
+    threads can inherit a lock one of them held at that moment (SQLite's own mutexes, which an
+    nsys export's reader takes too; the allocator's) and wait on it for ever, which the file
+    has no part in. A parse never sleeps: a first try whose processes all sleep for
+    STUCK_ASLEEP_S using no CPU, or that ends its deadline having used almost none (less than
+    STUCK_CPU_SHARE of it), was blocked rather than parsing. It is forked again once, under the
+    deadline alone; a second such end is final."""
     box = sandbox or Sandbox()
     try:
-        return _sandboxed_once(work, nbytes, box, idle)
+        return _sandboxed_once(work, nbytes, box, idle, STUCK_ASLEEP_S)
     except _Stuck as e:
-        if box.deadline_s(nbytes) < STUCK_MIN_DEADLINE_S:
+        if not e.asleep and box.deadline_s(nbytes) < STUCK_MIN_DEADLINE_S:
             raise TraceError(str(e)) from None
-        log.warning("a trace analysis was blocked past its deadline; trying it once more")
+        log.warning("a trace analysis was blocked (%s); trying it once more", e)
     try:
-        return _sandboxed_once(work, nbytes, box, idle)
+        return _sandboxed_once(work, nbytes, box, idle, None)
     except _Stuck as e:
         raise TraceError(str(e)) from None
 
 
-def _sandboxed_once(work: Callable[[], T], nbytes: int, box: Sandbox, idle: bool) -> T:
+def _sandboxed_once(work: Callable[[], T], nbytes: int, box: Sandbox, idle: bool,
+                    asleep_s: float | None) -> T:
     """`work` in a process of its own, forked for it on Linux (as the rank-set loader forks) at
     the lowest CPU priority (with
     `idle`; without, at the caller's: a request a user waits for), under the
     sandbox's limits and deadline (`nbytes`: the size of the files it reads, which scales the
     defaults); single-threaded, it may fork its pieces, and its memory is returned when it
     ends. Past the deadline, a limit or a cap, or ended by a signal: TraceError (final, not
-    worth retrying). Elsewhere (no fork that is safe beside threads, no SCHED_IDLE, no
-    rlimits) it runs here."""
+    worth retrying); asleep without using CPU for `asleep_s`: _Stuck at once. Elsewhere (no
+    fork that is safe beside threads, no SCHED_IDLE, no rlimits) it runs here."""
     if not sys.platform.startswith("linux"):
         return work()
     deadline = box.deadline_s(nbytes)
@@ -237,21 +264,26 @@ def _sandboxed_once(work: Callable[[], T], nbytes: int, box: Sandbox, idle: bool
             if not proc.is_alive():
                 break
             end += waits.more_s(proc.pid)  # time spent waiting for a core is not late
+            if asleep_s is not None and waits.asleep_s >= asleep_s:
+                kind = "asleep"
+                break
             if time.monotonic() >= end:
                 kind = "late"
                 break
-        if kind != "late" and got.poll():
+        if kind not in ("late", "asleep") and got.poll():
             kind, value = got.recv()
     except EOFError:
         pass
     finally:
         got.close()
-        proc.join(0 if kind == "late" else 5)
-        if kind in ("died", "late") or proc.exitcode is None:
+        proc.join(0 if kind in ("late", "asleep") else 5)
+        if kind in ("died", "late", "asleep") or proc.exitcode is None:
             assert proc.pid is not None  # started; never 0 (that would be this process's group)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)  # the group it made: its pieces
             proc.join()
+    if kind == "asleep":
+        raise _Stuck(f"asleep for {waits.asleep_s:.3g} s using no CPU", asleep=True)
     if kind == "late":
         late = _Stuck if sum(waits.cpu.values()) < STUCK_CPU_SHARE * deadline else TraceError
         raise late(f"refused: the analysis ran past its deadline of {deadline:.3g} s "
