@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from .tasks import KINDS, Context, Kind, delay_s, lane_workers
+from .tasks import KINDS, Context, Kind, delay_s, lane_workers, workers_died
 
 log = logging.getLogger("perfwarden.jobs")
 QUEUE = "perfwarden"
@@ -134,7 +134,7 @@ async def _sweep(app: procrastinate.App, settings: Settings, ctx: Context | None
         tries = job.attempts + 1  # the run its worker died in included
         try:
             if kind is not None and tries >= kind.attempts(settings):
-                err = f"gave up after {tries} attempts (the worker stopped each time)"
+                err = workers_died(tries)
                 log.warning("job %s %s: %s", job.id, job.task_name, err)
                 await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
                 if ctx is not None and kind.give_up is not None:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..usecases import jobs as usecase
-from .tasks import KINDS, Context, delay_s, kinds_of, lane_workers
+from .tasks import KINDS, Context, delay_s, kinds_of, lane_workers, workers_died
 
 log = logging.getLogger("perfwarden.jobs")
 
@@ -56,7 +56,7 @@ class TableWorker:
             usecase.finish(self.sessions, job.id, self.name, False, f"unknown job kind {job.kind!r}")
             return True
         if job.attempts > job.max_attempts:  # its workers kept dying on it
-            err = f"gave up after {job.max_attempts} attempts (the worker stopped each time)"
+            err = workers_died(job.max_attempts)
             self._give_up(kind, job.args, err)
             usecase.finish(self.sessions, job.id, self.name, False, err)
             return True

@@ -61,6 +61,11 @@ def lane_workers(settings: Settings) -> dict[str, int]:
     return {"trace": settings.trace_concurrency, "default": settings.job_concurrency}
 
 
+def workers_died(attempts: int) -> str:
+    """Why a job whose worker died on each of its `attempts` fails for good (either queue)."""
+    return f"gave up after {attempts} attempts (the worker stopped each time)"
+
+
 def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
     """Wait before try `attempt + 1`: exponential from the kind's base, at most 5 minutes."""
     return min(MAX_DELAY_S, kind.backoff_s(settings) * 2 ** max(0, attempt - 1))
