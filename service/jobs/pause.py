@@ -20,6 +20,8 @@ def pause_point(point: str) -> None:
     name, marker = spec.split("=", 1)
     if name != point:
         return
-    Path(marker).write_text(f"{os.getpid()}\n")
+    tmp = Path(f"{marker}.{os.getpid()}.tmp")  # written whole, then renamed: a test that sees
+    tmp.write_text(f"{os.getpid()}\n")         # the file reads the pid, never an empty file
+    os.replace(tmp, marker)
     while True:  # until killed
         time.sleep(3600)
