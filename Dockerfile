@@ -1,7 +1,7 @@
 # The perfwarden server image (API + dashboard). GPU nodes run the collectors from their own image.
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml setup.py README.md alembic.ini ./
 COPY service ./service
 COPY collectors ./collectors
 COPY dashboards ./dashboards

@@ -18,7 +18,7 @@ import numpy as np
 from . import kineto_events as ev
 from . import kineto_split as split
 from .kineto_events import msgspec
-from .kineto_scan import BATCH, Columns, exact_ns, needs_exact
+from .kineto_scan import BATCH, Columns, exact_ns, first_exact_times, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 
@@ -133,7 +133,7 @@ class _GenericEvent:
     def __init__(self, e: dict):
         self.ph = e.get("ph", "")
         self.cat = e.get("cat", "") or ""
-        self.name = e.get("name", "") or ""
+        self.name = e.get("name", "")  # read by Columns.name_of, whatever its type
         self.pid = e.get("pid", 0)
         self.tid = e.get("tid", 0)
         self.ts = e.get("ts", 0.0)
@@ -175,7 +175,11 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
             raw = read_bytes(path)
         if big:
             prog.note(f"parsing {path.name} ({len(raw) / 1e6:.0f} MB JSON)")
-        cols = _scan(path, raw, rx, prog)
+        try:
+            cols = _scan(path, raw, rx, prog)
+        except OverflowError:
+            raise TraceError(f"{path}: an id (device, stream, correlation) is past 64 bits") \
+                from None
     del raw
     trace = _trace(path, cols)
     if big:
@@ -186,7 +190,16 @@ def load_kineto(path: str | Path, step_regex: str | None = None,
 
 def _scan(path: Path, raw: bytes | bytearray, rx: re.Pattern | None,
           prog: Progress) -> Columns:
-    """The whole document in one process, a batch of events at a time."""
+    """The whole document in one process: through the C filter where it takes the text
+    (kineto_events.decode_filtered) and no time among the first BATCH events is epoch
+    microseconds; else a batch of events at a time."""
+    head = bytes(raw[:4096]).lstrip()[:1]
+    kept = ev.decode_filtered(raw, True, BATCH, False) if head == b"{" else \
+        ev.decode_filtered(raw, False, BATCH, False) if head == b"[" else None
+    if kept is not None and first_exact_times(kept[0].head_ts) is None:
+        cols = Columns(False, rx)
+        cols.add_filtered(*kept)
+        return cols
     n_events, batches, exact = _events(path, raw)
     prog.start(n_events, f"scanning {path.name}")
     cols = Columns(exact, rx)

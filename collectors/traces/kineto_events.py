@@ -81,6 +81,63 @@ except ImportError:  # pragma: no cover - exercised on GPU images without msgspe
     TAGGED = frozenset()
     STR = Complete = None  # type: ignore[assignment,misc]  # read only where msgspec decoded
 
+try:  # compiled at install where a C compiler is at hand (setup.py); else msgspec alone
+    from ._kfilter import CATEGORIES
+    from ._kfilter import keep as _keep
+except ImportError:  # pragma: no cover - an install without a compiler
+    _keep = None
+    CATEGORIES = ()
+
+if msgspec is not None:
+    class Filtered(msgspec.Struct, array_like=True, gc=False):
+        """What the C filter (_kfilter.c) writes of a piece, as columns; categories as 1 + their
+        place in CATEGORIES; ops' names and host events' threads as places in lists that hold
+        each text (pair of texts) once, in order of first appearance."""
+        head_ts: list[Union[float, str]]  # the first events' times (the epoch test)
+        rows: list[_Event]  # stream syncs, whole
+        o_ts: list[float]
+        o_dur: list[float]
+        o_dev: list[int]
+        o_stream: list[int]
+        o_corr: list[int]
+        o_name: list[int]
+        o_cat: list[int]
+        names: list[msgspec.Raw]
+        c_ts: list[float]
+        c_dur: list[float]
+        c_corr: list[int]
+        c_thread: list[int]
+        r_ts: list[float]
+        r_dur: list[float]
+        r_cat: list[int]
+        r_name: list[msgspec.Raw]
+        r_thread: list[int]
+        r_at: list[int]  # its place among the host events (calls and ranges)
+        t_pid: list[Union[int, str]]
+        t_tid: list[Union[int, str]]
+        t_first_call: list[int]  # its first place among the host events as a call; -1: none
+
+    _FILTERED = msgspec.json.Decoder(Filtered)
+
+
+def decode_filtered(buf: Any, document: bool, head: int, first_is_event: bool
+                    ) -> tuple[Any, int] | None:
+    """The events analysis reads of a JSON array of events (or of a document with `document`)
+    as a `Filtered`, and how many others there were: one pass of the C filter over the text
+    (no Python object for an event analysis never reads), then one msgspec decode of what it
+    wrote. The first `head` events are kept whole whatever they are; with `first_is_event` the
+    first element must be an event with a phase. None where the filter is not built, or the
+    text is anything but plain (the usual decode then decides what it means)."""
+    if _keep is None or msgspec is None:
+        return None
+    got = _keep(buf, document, head, first_is_event)
+    if got is None:
+        return None
+    try:
+        return _FILTERED.decode(got[0]), got[1]
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
 
 def decode_tagged(buf: Any, document: bool) -> list[Any] | None:
     """The events of a JSON array (or of a document with `document`) by the tagged scan; None

@@ -1,21 +1,28 @@
 """The Kineto scan: only the events analysis needs become columns (spec/metrics.md).
 
-msgspec decodes the document in one call into typed events holding only the fields analysis
-reads (the rest of each event is skipped in C; names stay raw bytes until an event needs one);
-the needed events then become columns through list comprehensions, never one Python call per
-skipped event. Unusual documents (odd field types, epoch times) take the one-event-at-a-time
-path, which gives the same columns.
+The C filter (_kfilter.c) reads a document, or a piece of one, in one pass and writes only the
+needed events' fields, already as columns, which one msgspec call decodes (`add_filtered`): an
+event analysis never reads becomes no Python object. Where the filter is not built, or leaves
+the text to the usual decode (odd field types, escapes, epoch times), msgspec decodes the
+document into typed events holding only the fields analysis reads (names stay raw bytes until
+an event needs one), which become columns through list comprehensions (`add`); the
+one-event-at-a-time path (`add_each`) takes what is left. Every path gives the same columns.
 """
 from __future__ import annotations
 
+import json
+import math
 import re
 from array import array
 from collections import Counter
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
+from itertools import compress
 from typing import Any
 
-from .kineto_events import STR, Complete
+import numpy as np
+
+from .kineto_events import CATEGORIES, STR, Complete
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET
 
 OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
@@ -23,6 +30,10 @@ OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET
 CALL_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 RANGE_CATS = {"user_annotation", "operator"}
 SYNC_CATS = {"cuda_sync"}
+# by 1 + a category's place in the C filter's list (kineto_events.Filtered): an op's kind, and
+# which categories are step ranges
+FILTER_KINDS = [-1] + [OP_CATS.get(c, -1) for c in CATEGORIES]
+FILTER_RANGES: list[str | None] = [None, *(c if c in RANGE_CATS else None for c in CATEGORIES)]
 BATCH = 16384  # events decoded at a time by the one-piece scan
 ADD_BATCH = 4096  # events turned into columns at a time (small lists stay in cache)
 
@@ -51,9 +62,14 @@ def needs_exact(events: list[Any]) -> bool:
 
 def first_exact(events: list[Any]) -> int | None:
     """Index of the first event whose time is absolute epoch microseconds, if any."""
-    for i, e in enumerate(events):
+    return first_exact_times([e.ts for e in events])
+
+
+def first_exact_times(times: list[Any]) -> int | None:
+    """Index of the first time that is absolute epoch microseconds, if any."""
+    for i, ts in enumerate(times):
         try:
-            if float(e.ts) >= EXACT_LIMIT_US:
+            if float(ts) >= EXACT_LIMIT_US:
                 return i
         except (TypeError, ValueError):
             continue
@@ -78,6 +94,12 @@ def _num(v: Any, default: int = -1) -> int:
         return int(str(v).strip())
     except ValueError:
         return default
+
+
+def _extend(column: array, values: list[int]) -> None:
+    """A column of int64 extended by a list of ints (numpy converts them faster than the
+    array type does, one call each)."""
+    column.frombytes(np.asarray(values, dtype=np.int64).tobytes())
 
 
 def _none(_: Any) -> None:
@@ -136,15 +158,22 @@ class Columns:
         self._name_cache, self._raw_ids, self._low = {}, {}, _Categories(_none)
 
     def name_of(self, raw: Any) -> str:
+        """A name as text: a string as it is, null as no name (""), any other JSON value as
+        its JSON text, whichever decode read it (raw JSON text, or a value of the standard
+        library's json)."""
         if isinstance(raw, str):
             return raw
+        if raw is None or isinstance(raw, (bool, int, Decimal, float, list, dict)):
+            return "" if raw is None else "true" if raw is True else "false" \
+                if raw is False else str(raw) if isinstance(raw, (int, Decimal, float)) \
+                else json.dumps(raw, default=str)
         key = bytes(raw)
         got = self._name_cache.get(key)
         if got is None:
             try:
                 got = STR.decode(key)
             except Exception:  # noqa: BLE001 - a non-string name
-                got = key.decode(errors="replace")
+                got = "" if key == b"null" else key.decode(errors="replace")
             self._name_cache[key] = got
         return got
 
@@ -242,9 +271,56 @@ class Columns:
                     out[i] = got
         return out
 
+    def add_filtered(self, f: Any, skipped: int) -> None:
+        """Keep what the C filter wrote of a piece (kineto_events.Filtered): its rows as any
+        events, its columns as they are; `skipped` events were passed over. Name, thread and
+        process numbers come out as `add` gives them: in order of first appearance."""
+        if f.rows:
+            self.add_all(f.rows)
+        self.n_events += skipped + len(f.o_ts) + len(f.c_ts) + len(f.r_ts)
+        if f.o_ts:
+            self.o_ts.extend(f.o_ts)
+            self.o_dur.extend(f.o_dur)
+            _extend(self.o_dev, f.o_dev)
+            _extend(self.o_stream, f.o_stream)
+            _extend(self.o_corr, f.o_corr)
+            self.o_name.extend(map(self._name_ids(f.names).__getitem__, f.o_name))
+            self.o_kind.extend(map(FILTER_KINDS.__getitem__, f.o_cat))
+        if f.c_ts or f.r_ts:
+            self._host_filtered(f)
+
+    def _host_filtered(self, f: Any) -> None:
+        """Launch calls (all kept: the filter dropped those without a correlation) and step
+        ranges (kept by the step regex); a thread or process is numbered where it first
+        appears among the kept ones."""
+        kept = [self._range_kept(self.name_of(n), FILTER_RANGES[c])
+                for n, c in zip(f.r_name, f.r_cat)]
+        first = [x if x >= 0 else math.inf for x in f.t_first_call]
+        for k, at in enumerate(f.r_at):
+            if kept[k] and at < first[f.r_thread[k]]:
+                first[f.r_thread[k]] = at
+        threads, procs = self.threads, self.procs
+        thr, prc = [-1] * len(first), [-1] * len(first)
+        for _, t in sorted((x, t) for t, x in enumerate(first) if x != math.inf):
+            thr[t] = threads.setdefault((f.t_pid[t], f.t_tid[t]), len(threads))
+            prc[t] = procs.setdefault(f.t_pid[t], len(procs))
+        if f.c_ts:
+            self.c_ts.extend(f.c_ts)
+            self.c_dur.extend(f.c_dur)
+            _extend(self.c_corr, f.c_corr)
+            self.c_thr.extend(map(thr.__getitem__, f.c_thread))
+            self.c_proc.extend(map(prc.__getitem__, f.c_thread))
+        if f.r_ts:
+            self.r_ts.extend(compress(f.r_ts, kept))
+            self.r_dur.extend(compress(f.r_dur, kept))
+            self.r_thr.extend(map(thr.__getitem__, compress(f.r_thread, kept)))
+            self.r_proc.extend(map(prc.__getitem__, compress(f.r_thread, kept)))
+            self.r_names.extend(map(self.name_of, compress(f.r_name, kept)))
+
     def _host_bulk(self, host: list[Any], callc: set, low: dict) -> None:
         keep = [e for e in host if ((e.args is not None and e.args.correlation is not None)
-                                    if e.cat in callc else self._range_kept(e, low[e.cat]))]
+                                    if e.cat in callc else
+                                    self._range_kept(self.name_of(e.name), low[e.cat]))]
         threads, procs = self.threads, self.procs
         thr = [threads.setdefault((e.pid, e.tid), len(threads)) for e in keep]
         prc = [procs.setdefault(e.pid, len(procs)) for e in keep]
@@ -263,8 +339,7 @@ class Columns:
         self.r_proc.extend([prc[i] for i in rngs])
         self.r_names.extend([self.name_of(keep[i].name) for i in rngs])
 
-    def _range_kept(self, e: Any, cat: str | None) -> bool:
-        nm = self.name_of(e.name)
+    def _range_kept(self, nm: str, cat: str | None) -> bool:
         if cat == "user_annotation":
             self.range_counts[nm] += 1
         return self.rx is None or bool(self.rx.search(nm))

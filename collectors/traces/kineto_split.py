@@ -19,6 +19,7 @@ the one-call scan, which also gives the error messages.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import mmap
 import multiprocessing as mp
@@ -232,11 +233,11 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None,
     freed = spans[j0][0] // _PAGE * _PAGE
     for j in range(j0, j1):
         lo, hi = spans[j]
-        if j == m - 1 and (src.find(_KEY, lo, hi) >= 0 or src.find(_ESCAPE, lo, hi) >= 0):
-            return f"piece {j} may hold a second events key"  # the note above _KEY
         view, saved = piece_view(src, lo, hi, j, m)
-        try:
-            why = _piece(cols, view, j, m)
+        try:  # a piece's own bytes are not written over (only the separators around them)
+            why = _piece(cols, view, j, m, functools.partial(_second_key, src, lo, hi))
+        except (OverflowError, ValueError, TypeError) as e:  # a value no column holds: the
+            why = f"piece {j}: {type(e).__name__}"  # one-call decode names it
         finally:
             del view
             restore(src, saved)
@@ -253,8 +254,26 @@ def run(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None,
     return cols
 
 
-def _piece(cols: Columns, view: memoryview, j: int, m: int) -> str | None:
-    """Piece j's events into `cols`; or why the document must be decoded in one call."""
+def _second_key(src: Any, lo: int, hi: int) -> bool:
+    return src.find(_KEY, lo, hi) >= 0 or src.find(_ESCAPE, lo, hi) >= 0
+
+
+def _piece(cols: Columns, view: memoryview, j: int, m: int,
+           second_key: Callable[[], bool]) -> str | None:
+    """Piece j's events into `cols`; or why the document must be decoded in one call.
+    `second_key()`: the last piece's text may hold a second events key (the note above _KEY;
+    the C filter refuses such a piece itself)."""
+    head = ks.BATCH - cols.n_events if cols.epoch_at is None and cols.n_events < ks.BATCH else 0
+    kept = ev.decode_filtered(view, j == m - 1, head, j > 0)
+    if kept is not None:
+        if head:
+            at = ks.first_exact_times(kept[0].head_ts)
+            if at is not None:
+                cols.epoch_at = cols.n_events + at
+        cols.add_filtered(*kept)
+        return None
+    if j == m - 1 and second_key():
+        return f"piece {j} may hold a second events key"
     events = ev.decode_tagged(view, j == m - 1)
     tagged = events is not None
     if events is None:  # a category the tagged scan does not list (or metadata): typed events

@@ -1,7 +1,7 @@
 """The Kineto scan's paths give the same trace, column for column, on every committed real
-Kineto capture: msgspec's one-call typed decode with the list-comprehension columns (the fast
-path), the one-event-at-a-time columns, and the standard library's json where msgspec is
-missing (bare GPU images)."""
+Kineto capture: the C filter's columns (the fast path), msgspec's one-call typed decode with
+the list-comprehension columns, the one-event-at-a-time columns, and the standard library's
+json where msgspec is missing (bare GPU images)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collectors.traces import kineto, kineto_scan
+from collectors.traces import kineto, kineto_events, kineto_scan
 from collectors.traces.kineto import load_kineto
 from collectors.traces.model import Trace
 from tests.conftest import DATA
@@ -36,12 +36,15 @@ def test_the_real_traces_are_found():
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
 def test_paths_agree(path, monkeypatch):
-    fast = _columns(load_kineto(path))
+    fast = _columns(load_kineto(path))  # the C filter's columns
+    monkeypatch.setattr(kineto_events, "_keep", None)
+    typed = _columns(load_kineto(path))  # msgspec's typed events
     monkeypatch.setattr(kineto_scan.Columns, "add", kineto_scan.Columns.add_each)
     each = _columns(load_kineto(path))
     monkeypatch.setattr(kineto, "msgspec", None)
     plain = _columns(load_kineto(path))
     assert fast["ops.start_ns"], "no ops: the comparison would prove nothing"
     for k in fast:
+        assert fast[k] == typed[k], k
         assert fast[k] == each[k], k
         assert fast[k] == plain[k], k
