@@ -25,8 +25,10 @@ analysis), then prints PASS/FAIL for the goal (analyze under 5 s). HTA cannot re
 `--before REV` also times perfwarden as it was at REV (its collectors/ and service/, unpacked
 under bench/out/rev-REV) on the same files in the same run. The last lines judge the speed goals
 on the best of the runs: Kineto >= 25x HTA, and the rank set >= 25x HTA, each with under a
-third of its peak memory (PASS/FAIL each). Beside them, the floor: the decode of the fields
-analysis needs alone (msgspec, the files spread over the cores), no columns and no analysis.
+third of its peak memory (PASS/FAIL each). Beside them, two floors, the files spread over the
+cores, no analysis: msgspec's decode of the fields analysis needs alone (typed events, no
+columns), and the C filter's pass alone (the needed fields as columns, collectors/traces/
+_kfilter.c) with the one msgspec decode of what it writes.
 
 HTA runs from its own virtual environment (it pulls jupyterlab and pandas): by default
 bench/out/venv-hta, created with `pip install holistictraceanalysis==0.5.0` when missing.
@@ -336,6 +338,28 @@ else:
         print(sum(pool.map(decode, files, chunksize=1)))
 """
 
+FILTER_SNIPPET = """
+import os, sys
+from pathlib import Path
+from multiprocessing import get_context
+from collectors.traces import kineto, kineto_events as ev
+
+def filtered(path):
+    raw = kineto.read_bytes(Path(path))
+    got = ev.decode_filtered(raw, bytes(raw[:64]).lstrip()[:1] == b"{", 0, False)
+    if got is None:
+        raise SystemExit(f"{path}: the C filter did not take it")
+    f, skipped = got
+    return skipped + len(f.rows) + len(f.o_ts) + len(f.c_ts) + len(f.r_ts)
+
+files = sys.argv[1:]
+if len(files) == 1:
+    print(filtered(files[0]))
+else:
+    with get_context("fork").Pool(min(len(files), os.cpu_count() or 1)) as pool:
+        print(sum(pool.map(filtered, files, chunksize=1)))
+"""
+
 HTA_SNIPPET = """
 import sys
 from hta.trace_analysis import TraceAnalysis
@@ -447,13 +471,15 @@ def main() -> int:
                                       args.repeat, old)
             rows.append((f"perfwarden @{args.before}", rank_label, size, wall, rss, code))
         singles += ((rank_label, files[0]),)
-    floor_py = [sys.executable, "-c", FLOOR_SNIPPET]
-    for label, path in singles:
-        files = sorted(path.parent.glob("rank*.json"), key=lambda p: int(p.stem[4:])) \
-            if label == rank_label else [path]
-        wall, rss, code = measure(floor_py + [str(f) for f in files], env, args.repeat)
-        rows.append(("floor: msgspec decode only", label,
-                     sum(f.stat().st_size for f in files) / 1e6, wall, rss, code))
+    for tool, snippet in (("floor: msgspec decode only", FLOOR_SNIPPET),
+                          ("floor: C filter only", FILTER_SNIPPET)):
+        for label, path in singles:
+            files = sorted(path.parent.glob("rank*.json"), key=lambda p: int(p.stem[4:])) \
+                if label == rank_label else [path]
+            wall, rss, code = measure([sys.executable, "-c", snippet] + [str(f) for f in files],
+                                      env, args.repeat)
+            rows.append((tool, label, sum(f.stat().st_size for f in files) / 1e6, wall, rss,
+                         code))
     if not args.skip_hta:
         py = hta_python(args.hta_python)
         for label, path in singles:
@@ -477,7 +503,7 @@ def main() -> int:
     for tool, label, _, wall, _, code in rows:
         if tool.startswith("floor") and code == 0 and ("perfwarden", label) in by:
             print(f"{label}: perfwarden takes {by[('perfwarden', label)][0] / wall:.2f}x the "
-                  f"floor's time (the decode of the needed fields alone, {wall:.2f} s)")
+                  f"time of the {tool.removeprefix('floor: ')} ({wall:.2f} s)")
         if tool.startswith("perfwarden @") and code == 0 and ("perfwarden", label) in by:
             print(f"{label}: this tree is {wall / by[('perfwarden', label)][0]:.2f}x as fast as "
                   f"perfwarden {tool.removeprefix('perfwarden ')}")

@@ -1,5 +1,6 @@
-"""The speed bench's floor (the needed fields' decode alone) runs on this tree's decoders: it
-counts every event of one file, and of several files spread over processes."""
+"""The speed bench's floors (msgspec's decode of the needed fields alone; the C filter's pass
+alone) run on this tree's decoders: each counts every event of one file, and of several files
+spread over processes."""
 from __future__ import annotations
 
 import gzip
@@ -8,13 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.trace_speed import FLOOR_SNIPPET
+import pytest
+
+from bench.trace_speed import FILTER_SNIPPET, FLOOR_SNIPPET
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "tests" / "data" / "kineto_1layer_M8.json.gz"
 
 
-def test_the_floor_counts_every_event_of_one_file_and_of_a_set(tmp_path):
+@pytest.mark.parametrize("snippet", [FLOOR_SNIPPET, FILTER_SNIPPET], ids=["msgspec", "filter"])
+def test_the_floor_counts_every_event_of_one_file_and_of_a_set(tmp_path, snippet):
     text = gzip.decompress(SRC.read_bytes())
     n = len(json.loads(text)["traceEvents"])
     files = []
@@ -23,7 +27,7 @@ def test_the_floor_counts_every_event_of_one_file_and_of_a_set(tmp_path):
         f.write_bytes(text)
         files.append(str(f))
     for given, want in ((files[:1], n), (files, 3 * n)):
-        p = subprocess.run([sys.executable, "-c", FLOOR_SNIPPET, *given], cwd=ROOT,
+        p = subprocess.run([sys.executable, "-c", snippet, *given], cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         assert int(p.stdout) == want

@@ -450,7 +450,7 @@ static int kept_category(Span s) {
     if (!plain_text(s, &t, &n))
         return -1;
     char low[24];
-    if (n >= (Py_ssize_t)sizeof low)
+    if (n == 0 || n >= (Py_ssize_t)sizeof low)
         return 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (t[i] >= 0x80)
@@ -458,7 +458,8 @@ static int kept_category(Span s) {
         low[i] = (char)((t[i] >= 'A' && t[i] <= 'Z') ? t[i] + 32 : t[i]);
     }
     for (int i = 0; KEPT_CATS[i]; i++)
-        if ((Py_ssize_t)strlen(KEPT_CATS[i]) == n && memcmp(low, KEPT_CATS[i], (size_t)n) == 0)
+        if (KEPT_CATS[i][0] == low[0] && (Py_ssize_t)strlen(KEPT_CATS[i]) == n &&
+            memcmp(low, KEPT_CATS[i], (size_t)n) == 0)
             return i + 1;
     return 0;
 }
@@ -601,9 +602,6 @@ static Py_ssize_t thread_id(Cur *c, Span pid, Span tid, int call) {
     return id;
 }
 
-static const char CAT_TEXT[][3] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11",
-                                   "12"};
-
 /* The event written whole into rows (after a ',' if rows has any). */
 static int row(Cur *c, Span *s) {
     int first = 1, later = c->out[B_ROWS].count++ > 0;
@@ -683,7 +681,7 @@ static int event(Cur *c, int head, int must_have_ph, int *kept) {
                value(c, O_DEV, s[NF + A_DEVICE].a, s[NF + A_DEVICE].b) &&
                value(c, O_STREAM, s[NF + A_STREAM].a, s[NF + A_STREAM].b) &&
                value(c, O_CORR, corr.a, corr.b) && id_value(c, O_NAME, id) &&
-               text_value(c, O_CAT, CAT_TEXT[cat]);
+               id_value(c, O_CAT, cat);
     }
     int call = cat < CAT_FIRST_RANGE;
     if (call) {  /* a launch call: kept where it has a correlation */
@@ -704,7 +702,7 @@ static int event(Cur *c, int head, int must_have_ph, int *kept) {
                     value(c, C_CORR, corr.a, corr.b) && id_value(c, C_THREAD, thread)
                   : value(c, R_TS, s[F_TS].a, s[F_TS].b) &&
                     value(c, R_DUR, s[F_DUR].a, s[F_DUR].b) &&
-                    text_value(c, R_CAT, CAT_TEXT[cat]) && value(c, R_NAME, name.a, name.b) &&
+                    id_value(c, R_CAT, cat) && value(c, R_NAME, name.a, name.b) &&
                     id_value(c, R_THREAD, thread) && id_value(c, R_AT, c->hosts);
     c->hosts++;
     return ok;

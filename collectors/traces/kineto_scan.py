@@ -96,10 +96,16 @@ def _num(v: Any, default: int = -1) -> int:
         return default
 
 
-def _extend(column: array, values: list[int]) -> None:
-    """A column of int64 extended by a list of ints (numpy converts them faster than the
-    array type does, one call each)."""
-    column.frombytes(np.asarray(values, dtype=np.int64).tobytes())
+def _extend(column: array, values: Any) -> None:
+    """A column extended by a list of numbers, or an array, of its type (numpy converts a list
+    faster than the array type does, one call a value)."""
+    column.frombytes(np.asarray(values, dtype=np.float64 if column.typecode == "d"
+                                else np.int64).tobytes())
+
+
+def _pick(table: list[int], places: list[int]) -> np.ndarray:
+    """table[p] for each p in places."""
+    return np.asarray(table, dtype=np.int64)[np.asarray(places, dtype=np.int64)]
 
 
 def _none(_: Any) -> None:
@@ -279,13 +285,13 @@ class Columns:
             self.add_all(f.rows)
         self.n_events += skipped + len(f.o_ts) + len(f.c_ts) + len(f.r_ts)
         if f.o_ts:
-            self.o_ts.extend(f.o_ts)
-            self.o_dur.extend(f.o_dur)
+            _extend(self.o_ts, f.o_ts)
+            _extend(self.o_dur, f.o_dur)
             _extend(self.o_dev, f.o_dev)
             _extend(self.o_stream, f.o_stream)
             _extend(self.o_corr, f.o_corr)
-            self.o_name.extend(map(self._name_ids(f.names).__getitem__, f.o_name))
-            self.o_kind.extend(map(FILTER_KINDS.__getitem__, f.o_cat))
+            _extend(self.o_name, _pick(self._name_ids(f.names), f.o_name))
+            _extend(self.o_kind, _pick(FILTER_KINDS, f.o_cat))
         if f.c_ts or f.r_ts:
             self._host_filtered(f)
 
@@ -305,11 +311,11 @@ class Columns:
             thr[t] = threads.setdefault((f.t_pid[t], f.t_tid[t]), len(threads))
             prc[t] = procs.setdefault(f.t_pid[t], len(procs))
         if f.c_ts:
-            self.c_ts.extend(f.c_ts)
-            self.c_dur.extend(f.c_dur)
+            _extend(self.c_ts, f.c_ts)
+            _extend(self.c_dur, f.c_dur)
             _extend(self.c_corr, f.c_corr)
-            self.c_thr.extend(map(thr.__getitem__, f.c_thread))
-            self.c_proc.extend(map(prc.__getitem__, f.c_thread))
+            _extend(self.c_thr, _pick(thr, f.c_thread))
+            _extend(self.c_proc, _pick(prc, f.c_thread))
         if f.r_ts:
             self.r_ts.extend(compress(f.r_ts, kept))
             self.r_dur.extend(compress(f.r_dur, kept))
