@@ -72,7 +72,6 @@ typedef struct {
 } Table;
 
 typedef struct {
-    const unsigned char *p, *end;
     Buf out[NB];
     Table names, threads;
     Py_ssize_t *first_call;  /* by thread: its first place among the host events as a call */
@@ -81,20 +80,22 @@ typedef struct {
     int oom;
 } Cur;
 
-static inline void ws(Cur *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
-        c->p++;
+/* The scanner's functions take the position and the end of the text and give the position
+ * after what they passed (NULL: the text is not JSON there); positions stay in registers. */
+static inline cp ws(cp p, cp e) {
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
 }
 
 static inline int hexd(unsigned char ch) {
     return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
 }
 
-/* At a '"': past the string's closing quote. 0 on bad text; *esc set if it holds an escape.
- * Sixteen bytes at a time where SSE2 is at hand (every x86-64): most of a trace's bytes are
- * kernel names. */
-static inline int skip_string(Cur *c, int *esc) {
-    cp p = c->p + 1, e = c->end;
+/* At a '"': past the string's closing quote; *esc set if it holds an escape. Sixteen bytes at
+ * a time where SSE2 is at hand (every x86-64): most of a trace's bytes are in strings. */
+static inline cp skip_string(cp p, cp e, int *esc) {
+    p++;
     for (;;) {
 #ifdef __SSE2__
         const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\'),
@@ -118,137 +119,130 @@ static inline int skip_string(Cur *c, int *esc) {
     found:
 #endif
         if (p >= e || *p < 0x20)
-            return 0;
-        if (*p == '"') {
-            c->p = p + 1;
-            return 1;
-        }
+            return NULL;
+        if (*p == '"')
+            return p + 1;
         *esc = 1;
         if (++p >= e)
-            return 0;
+            return NULL;
         switch (*p) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
             p++;
             break;
         case 'u':
             if (e - p < 5 || !hexd(p[1]) || !hexd(p[2]) || !hexd(p[3]) || !hexd(p[4]))
-                return 0;
+                return NULL;
             p += 5;
             break;
         default:
-            return 0;
+            return NULL;
         }
     }
 }
 
-static inline int is_digit(Cur *c) { return c->p < c->end && *c->p >= '0' && *c->p <= '9'; }
-
-/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static inline int skip_number(Cur *c) {
-    if (c->p < c->end && *c->p == '-')
-        c->p++;
-    if (!is_digit(c))
-        return 0;
-    if (*c->p == '0')
-        c->p++;
-    else
-        while (is_digit(c))
-            c->p++;
-    if (c->p < c->end && *c->p == '.') {
-        c->p++;
-        if (!is_digit(c))
-            return 0;
-        while (is_digit(c))
-            c->p++;
-    }
-    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-        c->p++;
-        if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
-            c->p++;
-        if (!is_digit(c))
-            return 0;
-        while (is_digit(c))
-            c->p++;
-    }
-    return 1;
+static inline cp digits(cp p, cp e) {
+    while (p < e && *p >= '0' && *p <= '9')
+        p++;
+    return p;
 }
 
-static int skip_literal(Cur *c, const char *word, Py_ssize_t n) {
-    if (c->end - c->p < n || memcmp(c->p, word, (size_t)n) != 0)
-        return 0;
-    c->p += n;
-    return 1;
+/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static inline cp skip_number(cp p, cp e) {
+    if (p < e && *p == '-')
+        p++;
+    if (p >= e || *p < '0' || *p > '9')
+        return NULL;
+    p = *p == '0' ? p + 1 : digits(p, e);
+    if (p < e && *p == '.') {
+        cp q = digits(p + 1, e);
+        if (q == p + 1)
+            return NULL;
+        p = q;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        cp q = digits(p, e);
+        if (q == p)
+            return NULL;
+        p = q;
+    }
+    return p;
+}
+
+static cp skip_literal(cp p, cp e, const char *word, Py_ssize_t n) {
+    if (e - p < n || memcmp(p, word, (size_t)n) != 0)
+        return NULL;
+    return p + n;
 }
 
 /* One JSON value of any shape, checked and passed over (no recursion: a stack of brackets). */
-static int skip_value(Cur *c) {
+static cp skip_value(cp p, cp e) {
     unsigned char stack[MAX_DEPTH];
     int d = 0, esc = 0;
 value:
-    ws(c);
-    if (c->p >= c->end)
-        return 0;
-    switch (*c->p) {
+    p = ws(p, e);
+    if (p >= e)
+        return NULL;
+    switch (*p) {
     case '{':
     case '[': {
-        unsigned char close = *c->p == '{' ? '}' : ']';
-        c->p++;
-        ws(c);
-        if (c->p < c->end && *c->p == close) {
-            c->p++;
+        unsigned char close = *p == '{' ? '}' : ']';
+        p = ws(p + 1, e);
+        if (p < e && *p == close) {
+            p++;
             goto after;
         }
         if (d >= MAX_DEPTH)
-            return 0;
+            return NULL;
         stack[d++] = close;
         if (close == '}')
             goto key;
         goto value;
     }
     case '"':
-        if (!skip_string(c, &esc))
-            return 0;
-        goto after;
+        p = skip_string(p, e, &esc);
+        break;
     case 't':
     case 'f':
     case 'n': {
-        const char *word = *c->p == 't' ? "true" : *c->p == 'f' ? "false" : "null";
-        if (!skip_literal(c, word, (Py_ssize_t)strlen(word)))
-            return 0;
-        goto after;
+        const char *word = *p == 't' ? "true" : *p == 'f' ? "false" : "null";
+        p = skip_literal(p, e, word, (Py_ssize_t)strlen(word));
+        break;
     }
     default:
-        if (!skip_number(c))
-            return 0;
-        goto after;
+        p = skip_number(p, e);
     }
-key:
-    ws(c);
-    if (c->p >= c->end || *c->p != '"' || !skip_string(c, &esc))
-        return 0;
-    ws(c);
-    if (c->p >= c->end || *c->p != ':')
-        return 0;
-    c->p++;
-    goto value;
+    if (!p)
+        return NULL;
 after:
     if (d == 0)
-        return 1;
-    ws(c);
-    if (c->p >= c->end)
-        return 0;
-    if (*c->p == ',') {
-        c->p++;
+        return p;
+    p = ws(p, e);
+    if (p >= e)
+        return NULL;
+    if (*p == ',') {
+        p++;
         if (stack[d - 1] == '}')
             goto key;
         goto value;
     }
-    if (*c->p == stack[d - 1]) {
-        c->p++;
+    if (*p == stack[d - 1]) {
+        p++;
         d--;
         goto after;
     }
-    return 0;
+    return NULL;
+key:
+    p = ws(p, e);
+    if (p >= e || *p != '"' || !(p = skip_string(p, e, &esc)))
+        return NULL;
+    p = ws(p, e);
+    if (p >= e || *p != ':')
+        return NULL;
+    p++;
+    goto value;
 }
 
 /* The fields written out, by their key's text. */
@@ -301,86 +295,83 @@ static int arg_of(cp k, Py_ssize_t n) {
     }
 }
 
-/* At a '"' starting a key: the key text in k and n (no escapes allowed), past its ':'. */
-static inline int read_key(Cur *c, cp *k, Py_ssize_t *n) {
+/* At a '"' starting a key: the key text in k and n (no escapes allowed), past its ':' and
+ * the space after it. */
+static inline cp read_key(cp p, cp e, cp *k, Py_ssize_t *n) {
     int esc = 0;
-    if (c->p >= c->end || *c->p != '"')
-        return 0;
-    *k = c->p + 1;
-    if (!skip_string(c, &esc) || esc)
-        return 0;
-    *n = (c->p - 1) - *k;
-    ws(c);
-    if (c->p >= c->end || *c->p != ':')
-        return 0;
-    c->p++;
-    ws(c);
-    return 1;
+    if (p >= e || *p != '"')
+        return NULL;
+    *k = p + 1;
+    p = skip_string(p, e, &esc);
+    if (!p || esc)
+        return NULL;
+    *n = (p - 1) - *k;
+    p = ws(p, e);
+    if (p >= e || *p != ':')
+        return NULL;
+    return ws(p + 1, e);
 }
 
 /* A value: strings and numbers (nearly all of a trace's) without the general walk. */
-static inline int skip_any(Cur *c) {
+static inline cp skip_any(cp p, cp e) {
     int esc = 0;
-    if (c->p < c->end) {
-        unsigned char ch = *c->p;
+    if (p < e) {
+        unsigned char ch = *p;
         if (ch == '"')
-            return skip_string(c, &esc);
+            return skip_string(p, e, &esc);
         if (ch == '-' || (ch >= '0' && ch <= '9'))
-            return skip_number(c);
+            return skip_number(p, e);
     }
-    return skip_value(c);
+    return skip_value(p, e);
 }
 
-/* After a member or an element: 1 past the container's `close`, 2 past a ',' and the space
- * after it (more follow), 0 on anything else. */
-static inline int next(Cur *c, unsigned char close) {
-    ws(c);
-    if (c->p >= c->end)
-        return 0;
-    if (*c->p == close) {
-        c->p++;
-        return 1;
+/* After a member or an element: *more 0 past the container's `close`, 1 past a ',' and the
+ * space after it (more follow); NULL on anything else. */
+static inline cp next(cp p, cp e, unsigned char close, int *more) {
+    p = ws(p, e);
+    if (p >= e)
+        return NULL;
+    if (*p == close) {
+        *more = 0;
+        return p + 1;
     }
-    if (*c->p != ',')
-        return 0;
-    c->p++;
-    ws(c);
-    return 2;
+    if (*p != ',')
+        return NULL;
+    *more = 1;
+    return ws(p + 1, e);
 }
 
 /* An object's members (at its '{'), checked; the values of the keys read kept in `spans`
  * (an event's fields, then at spans + NF its arguments'; `args`: this object is the
- * arguments). A key read twice: 0. */
-static int members(Cur *c, int args, Span *spans) {
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        return 1;
-    }
-    for (;;) {
+ * arguments). A key read twice: NULL. */
+static cp members(cp p, cp e, int args, Span *spans) {
+    int more = 1;
+    p = ws(p + 1, e);
+    if (p < e && *p == '}')
+        return p + 1;
+    while (more) {
         cp k;
         Py_ssize_t n;
-        if (!read_key(c, &k, &n))
-            return 0;
+        if (!(p = read_key(p, e, &k, &n)))
+            return NULL;
         int f = args ? arg_of(k, n) : field_of(k, n);
-        cp a = c->p;
-        if (!args && f == F_ARGS && c->p < c->end && *c->p == '{') {
-            if (!members(c, 1, spans + NF))
-                return 0;
-        } else if (!skip_any(c)) {
-            return 0;
-        }
+        cp a = p;
+        if (!args && f == F_ARGS && p < e && *p == '{')
+            p = members(p, e, 1, spans + NF);
+        else
+            p = skip_any(p, e);
+        if (!p)
+            return NULL;
         if (f >= 0) {
             if (spans[f].a)
-                return 0;
+                return NULL;
             spans[f].a = a;
-            spans[f].b = c->p;
+            spans[f].b = p;
         }
-        int more = next(c, '}');
-        if (more != 2)
-            return more;
+        if (!(p = next(p, e, '}', &more)))
+            return NULL;
     }
+    return p;
 }
 
 static int grow(Buf *b, size_t need) {
@@ -627,16 +618,12 @@ static int row(Cur *c, Span *s) {
     return put(c, B_ROWS, "}", 1);
 }
 
-/* An event (at its '{'): into the columns, into rows (stream syncs), or passed over (*kept
- * 0); with `head`, its time is also written to the head's times. 0 where the piece must be
- * decoded the usual way. */
-static int event(Cur *c, int head, int must_have_ph, int *kept) {
+/* An event, its fields read into `s`: into the columns, into rows (stream syncs), or passed
+ * over (*kept 0); with `head`, its time is also written to the head's times. 0 where the piece
+ * must be decoded the usual way. */
+static int event(Cur *c, Span *s, int head, int must_have_ph, int *kept) {
     static const char EMPTY[] = "\"\"", ZERO[] = "0";
-    Span s[NF + NA];
-    memset(s, 0, sizeof s);
     *kept = 0;
-    if (!members(c, 0, s))
-        return 0;
     /* msgspec checks the UTF-8 of the strings it decodes (all but names, which stay raw):
      * text that is not ASCII there is left to it */
     for (int f = 0; f < NF + NA; f++)
@@ -709,56 +696,55 @@ static int event(Cur *c, int head, int must_have_ph, int *kept) {
 }
 
 /* An array of events (at its '['). */
-static int events(Cur *c, Py_ssize_t head, int first_is_event, Py_ssize_t *skipped) {
+static cp events(Cur *c, cp p, cp e, Py_ssize_t head, int first_is_event, Py_ssize_t *skipped) {
     Py_ssize_t i = 0;
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        return !first_is_event;
-    }
-    for (;;) {
+    int more = 1;
+    p = ws(p + 1, e);
+    if (p < e && *p == ']')
+        return first_is_event ? NULL : p + 1;
+    while (more) {
+        Span s[NF + NA];
         int kept;
-        if (c->p >= c->end || *c->p != '{')
-            return 0;  /* an element that is no object */
-        if (!event(c, i < head, first_is_event && i == 0, &kept))
-            return 0;
+        if (p >= e || *p != '{')
+            return NULL;  /* an element that is no object */
+        memset(s, 0, sizeof s);
+        if (!(p = members(p, e, 0, s)) || !event(c, s, i < head, first_is_event && i == 0, &kept))
+            return NULL;
         *skipped += !kept;
         i++;
-        int more = next(c, ']');
-        if (more != 2)
-            return more;
+        if (!(p = next(p, e, ']', &more)))
+            return NULL;
     }
+    return p;
 }
 
 /* A document: an object whose "traceEvents" (once, an array) is filtered; its other keys'
  * values are checked and passed over. */
-static int document(Cur *c, Py_ssize_t head, int first_is_event, Py_ssize_t *skipped) {
-    int found = 0;
-    if (c->p >= c->end || *c->p != '{')
-        return 0;
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == '}')
-        return 0;
-    for (;;) {
+static cp document(Cur *c, cp p, cp e, Py_ssize_t head, int first_is_event,
+                   Py_ssize_t *skipped) {
+    int found = 0, more = 1;
+    if (p >= e || *p != '{')
+        return NULL;
+    p = ws(p + 1, e);
+    if (p < e && *p == '}')
+        return NULL;
+    while (more) {
         cp k;
         Py_ssize_t n;
-        if (!read_key(c, &k, &n))
-            return 0;
+        if (!(p = read_key(p, e, &k, &n)))
+            return NULL;
         if (n == 11 && memcmp(k, "traceEvents", 11) == 0) {
-            if (found || c->p >= c->end || *c->p != '[')
-                return 0;
+            if (found || p >= e || *p != '[')
+                return NULL;
             found = 1;
-            if (!events(c, head, first_is_event, skipped))
-                return 0;
-        } else if (!skip_value(c)) {
-            return 0;
+            p = events(c, p, e, head, first_is_event, skipped);
+        } else {
+            p = skip_value(p, e);
         }
-        int more = next(c, '}');
-        if (more != 2)
-            return more && found;
+        if (!p || !(p = next(p, e, '}', &more)))
+            return NULL;
     }
+    return found ? p : NULL;
 }
 
 /* Each thread's first place among the host events as a call, written in thread order. */
@@ -778,16 +764,14 @@ static PyObject *keep(PyObject *self, PyObject *args) {
         return NULL;
     Cur c;
     memset(&c, 0, sizeof c);
-    c.p = (cp)buf.buf;
-    c.end = (cp)buf.buf + buf.len;
+    cp p = (cp)buf.buf, e = (cp)buf.buf + buf.len;
     Py_BEGIN_ALLOW_THREADS
-    ws(&c);
+    p = ws(p, e);
     if (doc)
-        ok = document(&c, head, first_is_event, &skipped);
+        p = document(&c, p, e, head, first_is_event, &skipped);
     else
-        ok = c.p < c.end && *c.p == '[' && events(&c, head, first_is_event, &skipped);
-    ws(&c);
-    ok = ok && c.p == c.end;
+        p = p < e && *p == '[' ? events(&c, p, e, head, first_is_event, &skipped) : NULL;
+    ok = p && ws(p, e) == e;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
     PyObject *got = NULL;
