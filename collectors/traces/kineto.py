@@ -18,7 +18,8 @@ import numpy as np
 from . import kineto_events as ev
 from . import kineto_split as split
 from .kineto_events import msgspec
-from .kineto_scan import BATCH, Columns, exact_ns, first_exact_times, needs_exact
+from .kineto_scan import BATCH, Columns
+from .kineto_times import exact_ns, first_exact_times, needs_exact
 from .model import Calls, Ops, Ranges, StreamWait, Trace, TraceError
 from .progress import Progress
 

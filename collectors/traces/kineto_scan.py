@@ -16,13 +16,14 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from itertools import compress
 from typing import Any
 
 import numpy as np
 
 from .kineto_events import CATEGORIES, STR, Complete
+from .kineto_times import exact_ns
 from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET
 
 OP_CATS = {"kernel": OP_KERNEL, "gpu_memcpy": OP_MEMCPY, "gpu_memset": OP_MEMSET,
@@ -36,45 +37,6 @@ FILTER_KINDS = [-1] + [OP_CATS.get(c, -1) for c in CATEGORIES]
 FILTER_RANGES: list[str | None] = [None, *(c if c in RANGE_CATS else None for c in CATEGORIES)]
 BATCH = 16384  # events decoded at a time by the one-piece scan
 ADD_BATCH = 4096  # events turned into columns at a time (small lists stay in cache)
-
-# float64 microseconds times 1000 stay exact nanoseconds below this magnitude
-EXACT_LIMIT_US = 2.0 ** 53 / 1000
-
-
-def exact_ns(v: Any) -> int:
-    """A JSON number's text (microseconds) as exact integer nanoseconds (rounded half up)."""
-    if isinstance(v, bool):
-        raise TypeError("a boolean is no time")
-    if isinstance(v, int):
-        return v * 1000
-    if isinstance(v, Decimal):
-        return int((v * 1000).to_integral_value(ROUND_HALF_UP))
-    s = bytes(v).strip().strip(b'"') if not isinstance(v, str) else v.strip().encode()
-    if s[:1] == b"-" or b"e" in s or b"E" in s:
-        return int((Decimal(s.decode()) * 1000).to_integral_value(ROUND_HALF_UP))
-    ip, _, fp = s.partition(b".")
-    return int(ip or b"0") * 1000 + (int((fp + b"0000")[:4]) + 5) // 10
-
-
-def needs_exact(events: list[Any]) -> bool:
-    return first_exact(events) is not None
-
-
-def first_exact(events: list[Any]) -> int | None:
-    """Index of the first event whose time is absolute epoch microseconds, if any."""
-    return first_exact_times([e.ts for e in events])
-
-
-def first_exact_times(times: list[Any]) -> int | None:
-    """Index of the first time that is absolute epoch microseconds, if any."""
-    for i, ts in enumerate(times):
-        try:
-            if float(ts) >= EXACT_LIMIT_US:
-                return i
-        except (TypeError, ValueError):
-            continue
-    return None
-
 
 def _ints(values: list) -> bool:
     """All plain ints (no bools, no text, no None)."""

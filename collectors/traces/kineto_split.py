@@ -34,6 +34,7 @@ from typing import Any
 
 from . import kineto_events as ev
 from . import kineto_scan as ks
+from . import kineto_times as kt
 from .kineto_scan import Columns
 
 SPLIT_MIN_BYTES = 48 << 20  # smaller documents decode in one call (faster; their events are few)
@@ -267,7 +268,7 @@ def _piece(cols: Columns, view: memoryview, j: int, m: int,
     kept = ev.decode_filtered(view, j == m - 1, head, j > 0)
     if kept is not None:
         if head:
-            at = ks.first_exact_times(kept[0].head_ts)
+            at = kt.first_exact_times(kept[0].head_ts)
             if at is not None:
                 cols.epoch_at = cols.n_events + at
         cols.add_filtered(*kept)
@@ -284,7 +285,7 @@ def _piece(cols: Columns, view: memoryview, j: int, m: int,
     if j > 0 and (not events or not events[0].ph):
         return f"piece {j} is not cut at an event"
     if cols.epoch_at is None and cols.n_events < ks.BATCH:
-        at = ks.first_exact(events[:ks.BATCH - cols.n_events])
+        at = kt.first_exact(events[:ks.BATCH - cols.n_events])
         if at is not None:
             cols.epoch_at = cols.n_events + at
     (cols.add_tagged if tagged else cols.add_all)(events)

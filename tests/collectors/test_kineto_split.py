@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.traces import kineto_scan
+from collectors.traces import kineto_scan, kineto_times
 from collectors.traces import kineto_split as split
 from collectors.traces.kineto import load_kineto
 from collectors.traces.model import TraceError
@@ -60,7 +60,7 @@ def test_pieces_give_the_one_call_trace_on_real_captures(path, tmp_path, monkeyp
             for k in one:
                 assert got[k] == one[k], (parts, f.name, k)
     events = json.loads(before)["traceEvents"][:kineto_scan.BATCH]
-    epoch = any(isinstance(e.get("ts"), (int, float)) and e["ts"] >= kineto_scan.EXACT_LIMIT_US
+    epoch = any(isinstance(e.get("ts"), (int, float)) and e["ts"] >= kineto_times.EXACT_LIMIT_US
                 for e in events)  # such traces go to the exact one-call decode
     assert seen and all((s is None) == epoch for s in seen), "refused, or epoch times split"
     assert plain.read_bytes() == before  # the brackets went to private pages only
