@@ -88,8 +88,20 @@ static inline cp ws(cp p, cp e) {
     return p;
 }
 
-static inline int hexd(unsigned char ch) {
-    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+/* The value of the four hex digits at p (a \u escape's), or -1. */
+static long unit(cp p, cp e) {
+    long v = 0;
+    if (e - p < 4)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        unsigned char ch = p[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
 }
 
 /* At a '"': past the string's closing quote; *esc set if it holds an escape. Sixteen bytes at
@@ -129,11 +141,23 @@ static inline cp skip_string(cp p, cp e, int *esc) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
             p++;
             break;
-        case 'u':
-            if (e - p < 5 || !hexd(p[1]) || !hexd(p[2]) || !hexd(p[3]) || !hexd(p[4]))
+        case 'u': {
+            /* four hex digits; a surrogate only as a high one escaped before a low one (as
+             * msgspec reads them, in every string, skipped or not) */
+            long v = unit(p + 1, e);
+            if (v < 0 || (v >= 0xDC00 && v <= 0xDFFF))
                 return NULL;
             p += 5;
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                if (e - p < 2 || p[0] != '\\' || p[1] != 'u')
+                    return NULL;
+                long low = unit(p + 2, e);
+                if (low < 0xDC00 || low > 0xDFFF)
+                    return NULL;
+                p += 6;
+            }
             break;
+        }
         default:
             return NULL;
         }
@@ -618,6 +642,43 @@ static int row(Cur *c, Span *s) {
     return put(c, B_ROWS, "}", 1);
 }
 
+static int is_string(Span x) { return *x.a == '"'; }
+static int is_null(Span x) { return x.b - x.a == 4 && memcmp(x.a, "null", 4) == 0; }
+
+/* A number that float64 holds without overflow (msgspec refuses the others): short, and any
+ * exponent small. */
+static int in_float_range(Span x) {
+    if (!number(x) || x.b - x.a > 32)
+        return 0;
+    for (cp q = x.a; q < x.b; q++)
+        if (*q == 'e' || *q == 'E') {
+            cp d = q + 1 + (q + 1 < x.b && (q[1] == '+' || q[1] == '-'));
+            return x.b - d <= 2;  /* |exponent| < 100 */
+        }
+    return 1;
+}
+
+/* Each field present has a type the typed decode (kineto_events._Event) takes; where one does
+ * not, the usual path reads the document another way, so it is left to it. */
+static int typed(Span *s) {
+    if ((s[F_PH].a && !is_string(s[F_PH])) || (s[F_CAT].a && !is_string(s[F_CAT])))
+        return 0;
+    for (int f = F_PID; f <= F_TID; f++)
+        if (s[f].a && !is_string(s[f]) && !integer(s[f], 1))
+            return 0;
+    for (int f = F_TS; f <= F_DUR; f++)
+        if (s[f].a && !is_string(s[f]) && !in_float_range(s[f]))
+            return 0;
+    if (s[F_ARGS].a && *s[F_ARGS].a != '{' && !is_null(s[F_ARGS]))
+        return 0;
+    for (int a = 0; a < NA; a++) {
+        Span x = s[NF + a];
+        if (x.a && !is_string(x) && !is_null(x) && !integer(x, 1))
+            return 0;
+    }
+    return 1;
+}
+
 /* An event, its fields read into `s`: into the columns, into rows (stream syncs), or passed
  * over (*kept 0); with `head`, its time is also written to the head's times. 0 where the piece
  * must be decoded the usual way. */
@@ -631,6 +692,8 @@ static int event(Cur *c, Span *s, int head, int must_have_ph, int *kept) {
             for (cp q = s[f].a; q < s[f].b; q++)
                 if (*q >= 0x80)
                     return 0;
+    if (!typed(s))
+        return 0;
     if (head && !(s[F_TS].a ? value(c, B_HEAD_TS, s[F_TS].a, s[F_TS].b)
                             : text_value(c, B_HEAD_TS, ZERO)))
         return 0;

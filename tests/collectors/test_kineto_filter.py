@@ -155,7 +155,7 @@ def test_it_never_takes_text_msgspec_refuses():
     r = random.Random(11)
     base = next(t for t in (_document(random.Random(k), 25).encode() for k in range(100))
                 if ev._keep(t, True, 0, False) is not None)
-    alphabet = b'{}[]",:\\ \n0123456789.-eEtrufalsn\x01\xff'
+    alphabet = b'{}[]",:\\ \n0123456789.-eEtrufalsnud\x01\xff'
     taken = 0
     for _ in range(4000):
         b = bytearray(base)
@@ -194,9 +194,35 @@ def test_it_never_takes_text_msgspec_refuses():
     b'[{"ph": "X", "args": {"a": [1,]}}]',
     b'[{"ph": "X", "name": "a\x01"}]',
     b'[{"ph": "X"}',
+    b'{"traceEvents": [{"ph": "i", "cat": "\\ud800"}]}',  # a lone high surrogate
+    b'{"x": "\\udc00", "traceEvents": []}',  # a lone low one, outside the events
+    b'{"traceEvents": [{"ph": "i", "foo": "\\ud800\\u0041"}]}',  # high, then no low
+    b'[{"ph": "X", "cat": "cpu_op", "pid": 1.5}]',  # types the typed decode refuses...
+    b'[{"ph": "i", "ts": 1e400}]',
+    b'[{"ph": "X", "cat": "cpu_op", "args": [1]}]',
+    b'[{"ph": "X", "cat": "cpu_op", "args": {"device": 1.5}}]',
+    b'[{"ph": "i", "cat": null}]',  # ...even on events analysis never reads
 ])
 def test_it_leaves_odd_or_broken_text_to_the_usual_decode(text):
     assert ev._keep(text, text.lstrip()[:1] == b"{", 0, False) is None
+
+
+def test_a_skipped_event_of_odd_type_leaves_the_document_to_the_usual_path(tmp_path,
+                                                                          monkeypatch):
+    """An event the typed decode refuses sends the usual path to the standard library's json,
+    which reads other things another way too (names that are numbers, epoch times anywhere):
+    the filter leaves such a document whole to it, so the columns are the usual path's."""
+    text = ('[{"ph": "X", "cat": "cpu_op", "pid": 1.5, "ts": 1, "dur": 1},'
+            '{"ph": "X", "cat": "kernel", "name": 1E2, "ts": 2, "dur": 1, "args": {"device": 0,'
+            ' "stream": 7, "correlation": 1}}, {"ph": "X", "cat": "user_annotation", '
+            '"name": [1,2], "ts": 2, "dur": 5, "pid": 1, "tid": 1}]')
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    assert ev._keep(text.encode(), False, 0, False) is None
+    assert ev.decode_filtered(text.encode(), False, 0, False) is None
+    got = _columns(load_kineto(path))
+    monkeypatch.setattr(ev, "_keep", None)
+    assert got == _columns(load_kineto(path)) and got["ops.start_ns"] == [2000]
 
 
 def test_no_input_stalls_it():
