@@ -2,8 +2,9 @@
 
 Loading: load.py (a file opened by its content, a rank set in parallel), nsys.py and
 nsys_schema.py (Nsight Systems exports, opened as untrusted), kineto.py, kineto_events.py,
-kineto_scan.py and kineto_split.py (the Kineto JSON: the decoded shapes, the scan into columns,
-a large document scanned in pieces), model.py (the one in-memory model, all columns),
+kineto_scan.py, kineto_split.py and kineto_times.py (the Kineto JSON: the decoded shapes, the
+scan into columns, a large document scanned in pieces, exact times; _kfilter.c, the C pass that
+writes the needed fields as columns), model.py (the one in-memory model, all columns),
 columns.py (a loaded trace kept on disk as columns). Analysis: pipeline.py (THE trace pipeline,
 files to summary), steps.py (which host ranges are the steps), analysis.py (step projection,
 stream roles, gaps, overlap), lanes.py (the auxiliary lanes per step and device), intervals.py
