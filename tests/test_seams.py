@@ -149,8 +149,8 @@ def test_each_package_says_what_lives_there():
                        for p in (ROOT / folder).rglob("__init__.py")):
         folder = init.parent
         rel = str(folder.relative_to(ROOT))
-        if "data" in folder.relative_to(ROOT).parts:
-            continue
+        if "data" in folder.relative_to(ROOT).parts or rel.startswith("bench/out"):
+            continue  # bench/out: what the benches build and install (HTA's environment)
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         if not doc:
             bad.append(f"{rel}: no docstring")
