@@ -320,23 +320,27 @@ def tree_rss_mb(pid: int) -> float:
 # The floor: what decoding the fields analysis needs costs, and nothing else (no columns, no
 # analysis): each file decoded by the tagged scan's structs (the typed ones where it does not
 # apply), the files spread over the cores as `perfwarden analyze` spreads a rank set.
+# Both floors count each file's events with `count(path)`, the files spread over the cores.
+_SPREAD = """
+files = sys.argv[1:]
+if len(files) == 1:
+    print(count(files[0]))
+else:
+    with get_context("fork").Pool(min(len(files), os.cpu_count() or 1)) as pool:
+        print(sum(pool.map(count, files, chunksize=1)))
+"""
+
 FLOOR_SNIPPET = """
 import os, sys
+from pathlib import Path
 from multiprocessing import get_context
 from collectors.traces import kineto, kineto_events as ev
 
-def decode(path):
-    raw = kineto.read_bytes(__import__("pathlib").Path(path))
+def count(path):
+    raw = kineto.read_bytes(Path(path))
     events = ev.decode_tagged(raw, True)
     return len(events if events is not None else ev.DOC.decode(raw).traceEvents)
-
-files = sys.argv[1:]
-if len(files) == 1:
-    print(decode(files[0]))
-else:
-    with get_context("fork").Pool(min(len(files), os.cpu_count() or 1)) as pool:
-        print(sum(pool.map(decode, files, chunksize=1)))
-"""
+""" + _SPREAD
 
 FILTER_SNIPPET = """
 import os, sys
@@ -344,21 +348,14 @@ from pathlib import Path
 from multiprocessing import get_context
 from collectors.traces import kineto, kineto_events as ev
 
-def filtered(path):
+def count(path):
     raw = kineto.read_bytes(Path(path))
     got = ev.decode_filtered(raw, bytes(raw[:64]).lstrip()[:1] == b"{", 0, False)
     if got is None:
         raise SystemExit(f"{path}: the C filter did not take it")
     f, skipped = got
     return skipped + len(f.rows) + len(f.o_ts) + len(f.c_ts) + len(f.r_ts)
-
-files = sys.argv[1:]
-if len(files) == 1:
-    print(filtered(files[0]))
-else:
-    with get_context("fork").Pool(min(len(files), os.cpu_count() or 1)) as pool:
-        print(sum(pool.map(filtered, files, chunksize=1)))
-"""
+""" + _SPREAD
 
 HTA_SNIPPET = """
 import sys
