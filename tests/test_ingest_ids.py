@@ -49,7 +49,7 @@ def test_many_ids_read_as_ranges_and_json_lists_them_all(live_server, tmp_path):
 
 
 def test_github_down_names_the_url():
-    from service.bot.github import GitHub, GitHubError
+    from service.github import GitHub, GitHubError
 
     gh = GitHub("t", "http://127.0.0.1:9")
     gh.backoff_s = 0.0

@@ -14,9 +14,9 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-WORKLOAD_KEYS = ("model", "tp", "pp", "dp", "ep", "dcp", "quantization", "dtype", "kv_cache_dtype",
-                 "speculative", "concurrency", "request_rate", "input_len", "output_len",
-                 "batch_size")
+from ..configkeys import SERVER_WORKLOAD_KEYS, WORKLOAD_KEYS
+from .serverlog import is_draft, loaded_models, model_id, speculative, tp_said, unwrap
+
 # lengths define the workload only where the dataset is generated from them
 LENGTH_KEYS = ("input_len", "output_len")
 DEFAULTS: dict[str, tuple[Any, ...]] = {"pp": (1,), "dp": (1,), "dcp": (1,), "ep": (0, 1),
@@ -42,9 +42,6 @@ SGLANG_KEYS = {"model_path": "model", "tp_size": "tp", "pp_size": "pp", "dp_size
                "ep_size": "ep", "quantization": "quantization", "dtype": "dtype",
                "kv_cache_dtype": "kv_cache_dtype", "max_running_requests": "max_num_seqs",
                "chunked_prefill_size": "chunked_prefill_size", "page_size": "block_size"}
-# server settings that change the workload (the batch a step may hold, the KV page): config
-SERVER_WORKLOAD_KEYS = ("max_num_seqs", "max_num_batched_tokens", "enable_chunked_prefill",
-                        "chunked_prefill_size", "block_size")
 # SGLang prints every setting; these values are its defaults (page_size=1: one token a page)
 SGLANG_DEFAULTS = {"block_size": (1,), "max_num_seqs": (None,), "chunked_prefill_size": (None,)}
 META_MAX_CHARS = 200  # a longer setting (a JSON override, a chat template) is left out of meta
@@ -100,22 +97,19 @@ def _pairs(text: str) -> dict[str, Any]:
     return {k: config_value(v) for k, v in PAIR.findall(text)}
 
 
-def _speculative(method: Any, tokens: Any) -> str | None:
-    if method in (None, "None", ""):
-        return None
-    return f"{method}:{tokens}" if tokens not in (None, "None", "") else str(method)
-
-
 def _spec_of(value: Any) -> str | None:
     """vLLM's speculative_config: None, a dict, or SpeculativeConfig(method='mtp', ...)."""
     if value in (None, "None"):
         return None
     if isinstance(value, dict):
-        return _speculative(value.get("method"), value.get("num_speculative_tokens"))
+        return speculative(value.get("method"), value.get("num_speculative_tokens"),
+                           value.get("model"))
     text = str(value)
     method = re.search(r"method=['\"]?([\w-]+)", text)
     tokens = re.search(r"num_spec(?:ulative)?_tokens=(\d+)", text)
-    return _speculative(method.group(1) if method else text, tokens.group(1) if tokens else None)
+    draft = re.search(r"\bmodel=['\"]([^'\"]+)", text)
+    return speculative(method.group(1) if method else text, tokens.group(1) if tokens else None,
+                       draft.group(1) if draft else None)
 
 
 def _meta(pairs: dict[str, Any], known: dict[str, str]) -> dict[str, Any]:
@@ -141,6 +135,7 @@ def server_config(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(config, meta) of a vLLM or SGLang server log: the workload keys it names (the last
     engine start wins; rank prefixes, the weight-loading line and the KV dtype line fill what
     the settings lines do not say) and its other settings."""
+    text = unwrap(text)
     out: dict[str, Any] = {}
     meta: dict[str, Any] = {}
     for m in VLLM_CONFIG_LINE.finditer(text):
@@ -166,10 +161,18 @@ def server_config(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
         out = {SGLANG_KEYS[k]: v for k, v in pairs.items() if k in SGLANG_KEYS
                and v not in SGLANG_DEFAULTS.get(SGLANG_KEYS[k], ())}
         meta = _meta(pairs, {**SGLANG_KEYS, "speculative_algorithm": "",
-                             "speculative_num_draft_tokens": ""})
-        out["speculative"] = _speculative(pairs.get("speculative_algorithm"),
-                                          pairs.get("speculative_num_draft_tokens"))
+                             "speculative_num_draft_tokens": "",
+                             "speculative_draft_model_path": ""})
+        out["speculative"] = speculative(pairs.get("speculative_algorithm"),
+                                         pairs.get("speculative_num_draft_tokens"),
+                                         pairs.get("speculative_draft_model_path"))
     _from_lines(text, out)
+    if VLLM_NON_DEFAULT.search(text) and not VLLM_CONFIG_LINE.search(text):
+        out.setdefault("tp", 1)  # vLLM's `non-default args` names every setting not at default
+    if out.get("model") is not None:
+        out["model"], path = model_id(out["model"])
+        if path:
+            meta["model_path"] = path
     return without_defaults(out), meta
 
 
@@ -179,9 +182,23 @@ def _from_lines(text: str, out: dict[str, Any]) -> None:
     where it is not the model's own: `auto` resolves to it)."""
     for k, v in _ranks(text).items():
         out.setdefault(k, v)
-    loads = SGLANG_LOAD.findall(text)
+    tp = tp_said(text, *(int(out.get(k) or 1) for k in ("pp", "dp")))
+    if tp and "tp" not in out:
+        out["tp"] = tp
+    draft = str(out.get("speculative") or "").partition("@")[2]
+    named = loaded_models(text)
+    targets = [m for m in named if not is_draft(m) and model_id(m)[0] != draft]
+    if targets:
+        out.setdefault("model", targets[0])
+    # the model's class: the first that is not a speculative draft's; a draft loaded beside it
+    # is the run's speculative setting where the settings lines did not say one
+    archs = SGLANG_LOAD.findall(text)
+    drafts = [a for a, _ in archs if is_draft(a)] + [m for m in named if is_draft(m)]
+    if drafts and not out.get("speculative"):
+        out["speculative"] = speculative(None, None, drafts[0])
+    loads = [(a, d) for a, d in archs if not is_draft(a)]
     if loads:
-        arch, dtype = loads[-1]
+        arch, dtype = loads[0]
         out.setdefault("model", arch)
         if dtype and out.get("dtype") in (None, "auto"):
             out["dtype"] = dtype
@@ -191,6 +208,36 @@ def _from_lines(text: str, out: dict[str, Any]) -> None:
         name = TORCH_KV.get(name, name)
         if name != out.get("dtype"):
             out["kv_cache_dtype"] = name
+
+
+# what says which server an engine output measured, and the flag that gives each
+IDENTITY_FLAGS = {"model": "--config model=...", "tp": "--config tp=...", "gpu": "--gpu",
+                  "gpu_count": "--gpu-count"}
+
+
+def unknown_identity(rec: dict, index: int, warnings: list[str]) -> None:
+    """The identity keys an engine output does not say go into its config as `unknown`
+    (`model,tp`), so it never shares a series with a run that knows them, and a gate names
+    them (spec/api.md, Engine identity)."""
+    cfg, hw = rec["config"], rec.get("hardware") or {}
+    missing = [k for k in ("model", "tp") if cfg.get(k) in (None, "")]
+    missing += [k for k in ("gpu", "gpu_count") if not hw.get(k)]
+    cfg.pop("unknown", None)
+    if missing:
+        cfg["unknown"] = ",".join(missing)
+        warnings.append(f"record {index} ({rec['benchmark']}): {', '.join(missing)} unknown: "
+                        "its series says so and a gate names it (give "
+                        f"{' '.join(IDENTITY_FLAGS[k] for k in missing)})")
+
+
+def normalize_model(rec: dict) -> None:
+    """The model's id in config (a local path: its hub name or final folder), the path in meta."""
+    cfg = rec.setdefault("config", {})
+    if cfg.get("model") is None:
+        return
+    cfg["model"], path = model_id(cfg["model"])
+    if path:
+        rec["meta"] = {**(rec.get("meta") or {}), "model_path": path}
 
 
 def is_architecture(model: Any) -> bool:

@@ -10,9 +10,10 @@ from typing import Any
 
 from ..env import git_identity, nvidia_smi_gpus
 from ..record import check, resolve_trace_files
-from .identity import is_architecture, split
+from .identity import is_architecture, normalize_model, split, unknown_identity
 from .logs import LogFacts, looks_like_log, parse_log
 from .record import EngineRecord
+from .serverlog import model_id
 from .vllm import (
     EngineOutputError,
     as_metrics,
@@ -55,9 +56,10 @@ def _read_json_or_lines(path: Path, text: str) -> list[dict] | None:
 
 @dataclass
 class Identity:
-    """What a result file cannot say about itself (spec/api.md v1.1, `perfwarden ingest`):
+    """What a result file cannot say about itself (spec/api.md, `perfwarden ingest`):
     given on the command line it wins over the file; missing, engine outputs take the commit
-    from GITHUB_SHA/GITHUB_REF_NAME or the working repository and the GPU from nvidia-smi."""
+    from GITHUB_SHA/GITHUB_REF_NAME or the git repository that holds the file (never the
+    current directory's, where the file lies outside it) and the GPU from nvidia-smi."""
 
     config: dict[str, Any] = field(default_factory=dict)
     commit: str | None = None
@@ -73,7 +75,7 @@ class Identity:
 def _apply_identity(rec: dict, ident: Identity, engine_output: bool, env: dict) -> None:
     rec["config"] = {**rec.get("config", {}), **ident.config}
     hw = dict(rec.get("hardware") or {})
-    if engine_output and ident.detect:
+    if engine_output:  # `env` is empty where nothing is detected; the GPU count from the files' tp
         for k in ("commit", "branch"):
             if k in env["git"] and not rec.get(k):
                 rec[k] = env["git"][k]
@@ -142,7 +144,7 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
             warnings.extend(facts.warnings)
             log_facts.append((p, facts, file_id))
             continue
-        got = _from_objects(p, objs, benchmark, label, batch_size, output_len)
+        got = _from_objects(p, objs, benchmark, label, batch_size, output_len, file_id)
         engine = kind_of(objs[0]) != "record"
         records += [EngineRecord(r, engine=engine, files=[file_id] if engine else [])
                     for r in got]
@@ -152,9 +154,13 @@ def ingest(paths: Sequence[str | Path], benchmark: str | None = None, label: str
     elif log_facts:
         records = [_log_record(p, facts, file_id, benchmark, label)
                    for p, facts, file_id in log_facts]
+    for e in records:
+        if e.engine:
+            normalize_model(e.record)
     if trials:
         records = _merge(records)
-    _finish(records, identity or Identity(detect=False), extra_config, warnings)
+    _finish(records, identity or Identity(detect=False), extra_config, warnings,
+            Path(paths[0]).resolve().parent if paths else None)
     return [e.record for e in records], warnings
 
 
@@ -210,7 +216,9 @@ def _apply_logs(records: list[EngineRecord], log_facts: list[tuple[Path, LogFact
 
 def _same_model(a: Any, b: Any) -> bool:
     """One model under two spellings: a hub name and a local path to it end alike."""
-    return str(a).rstrip("/").split("/")[-1].lower() == str(b).rstrip("/").split("/")[-1].lower()
+    def name(v: Any) -> str:
+        return str(model_id(v)[0]).rstrip("/").split("/")[-1].lower()
+    return name(a) == name(b)
 
 
 def _check_agrees(p: Path, rec: dict, facts: LogFacts, settled: set[str]) -> None:
@@ -224,9 +232,8 @@ def _check_agrees(p: Path, rec: dict, facts: LogFacts, settled: set[str]) -> Non
         if key == "tp" and mine == theirs:
             continue
         raise EngineOutputError(
-            f"{p}: the log's {key}={theirs} is not the result's {key}={mine} "
-            f"({rec['source']['file']}): another server's log? Give --config {key}=... to say "
-            "which is right")
+            f"{p}: the log's {key}={theirs} is not the result's {key}={mine}: another "
+            f"server's log? Give --config {key}=... to say which is right")
 
 
 def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
@@ -239,16 +246,17 @@ def _log_record(p: Path, facts: LogFacts, file_id: str, benchmark: str | None,
                          "config": dict(facts.config), "metrics": m,
                          **({"meta": dict(facts.meta)} if facts.meta else {}),
                          "started_at": facts.started_at,
-                         "source": {"kind": f"{facts.engine}-log", "file": p.name},
+                         "source": {"kind": f"{facts.engine}-log", "sha256": file_id},
                          **({"label": label} if label else {}),
                          **({"kv_cache": {"derived": True}} if facts.kv_derived else {})},
                         engine=True, files=[file_id])
 
 
 def _finish(records: list[EngineRecord], ident: Identity, extra_config: dict | None,
-            warnings: list[str]) -> None:
-    """The identity (command line, environment), start time and key of every record, checked."""
-    env = {"git": git_identity() if ident.detect else {},
+            warnings: list[str], home: Path | None = None) -> None:
+    """The identity (command line, environment), start time and key of every record, checked.
+    `home`: the folder of the first file, whose git repository (if any) gave the commit."""
+    env = {"git": git_identity(str(home) if home else None) if ident.detect else {},
            "gpus": nvidia_smi_gpus() if ident.detect else []}
     for i, e in enumerate(records):
         rec, engine_output = e.record, e.engine
@@ -256,14 +264,10 @@ def _finish(records: list[EngineRecord], ident: Identity, extra_config: dict | N
             rec.setdefault("config", {}).update(extra_config)
         _apply_identity(rec, ident, engine_output, env)
         if engine_output:
+            normalize_model(rec)
+            unknown_identity(rec, i, warnings)
             _started_and_key(rec, ident, e.files, i, warnings)
-            missing = [k for k in ("model", "tp") if rec["config"].get(k) is None]
-            if missing:
-                warnings.append(
-                    f"record {i} ({rec['benchmark']}): no {' and no '.join(missing)} known; it "
-                    "may share a series with another server's runs (give "
-                    f"{' '.join(f'--config {k}=...' for k in missing)})")
-        if not (rec.get("hardware") or {}).get("gpu"):
+        elif not (rec.get("hardware") or {}).get("gpu"):
             warnings.append(f"record {i} ({rec['benchmark']}): no GPU model is known (give --gpu); "
                             "it cannot be matched to a series of another GPU")
         try:
@@ -292,7 +296,8 @@ def _started_and_key(rec: dict, ident: Identity, files: list[str], index: int,
     rec["idempotency_key"] = "pw1f-" + hashlib.sha256(blob.encode()).hexdigest()[:40]
 
 
-def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, output_len) -> list[dict]:
+def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, output_len,
+                  file_id: str) -> list[dict]:
     kinds = {kind_of(o) for o in objs}
     if None in kinds:
         i = [kind_of(o) for o in objs].index(None)
@@ -325,16 +330,17 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
                     samples.setdefault(k, []).append(v)
             first, meta = group[0]
             engine = "sglang" if first.get("backend") == "sglang" else "vllm"
-            rec = _record(p, f"{engine}-serve", benchmark, label, json.loads(key), samples, first)
+            rec = _record(p, f"{engine}-serve", benchmark, label, json.loads(key), samples, first,
+                          file_id)
             if meta:
-                rec["meta"] = meta
+                rec["meta"] = {**(rec.get("meta") or {}), **meta}
             out.append(rec)
     elif kind == "throughput":
         samples = {}
         for o in objs:
             for k, v in throughput_metrics(p, o).items():
                 samples.setdefault(k, []).append(v)
-        out.append(_record(p, "vllm-throughput", benchmark, label, flags, samples, objs[0]))
+        out.append(_record(p, "vllm-throughput", benchmark, label, flags, samples, objs[0], file_id))
     else:
         bs = batch_size or flags.get("batch_size")
         ol = output_len or flags.get("output_len")
@@ -345,15 +351,18 @@ def _from_objects(p: Path, objs: list[dict], benchmark, label, batch_size, outpu
                 cfg["batch_size"] = bs
             if ol:
                 cfg["output_len"] = ol
-            out.append(_record(p, "vllm-latency", benchmark, label, cfg, samples, o))
+            out.append(_record(p, "vllm-latency", benchmark, label, cfg, samples, o, file_id))
     return out
 
 
-def _record(p: Path, kind: str, benchmark, label, config: dict, samples: dict, obj: dict) -> dict:
-    model = config.get("model") or obj.get("model_id") or obj.get("model")
+def _record(p: Path, kind: str, benchmark, label, config: dict, samples: dict, obj: dict,
+            file_id: str) -> dict:
+    """One run record of a result file (`source`: its kind and the sha256 of its bytes, never
+    its name, so a renamed copy of the same bytes is the same record)."""
+    model = model_id(config.get("model") or obj.get("model_id") or obj.get("model"))[0]
     name = benchmark or (f"{kind}-{str(model).split('/')[-1]}" if model else kind)
     rec = {"benchmark": name, "config": config, "metrics": as_metrics(samples),
-           "started_at": _date(obj), "source": {"kind": kind, "file": p.name}}
+           "started_at": _date(obj), "source": {"kind": kind, "sha256": file_id}}
     if label:
         rec["label"] = label
     return rec

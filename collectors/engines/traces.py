@@ -25,7 +25,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..traces.load import rank_of
+from ..traces.load import check_events, rank_of
+from ..traces.model import TraceError
 from .vllm import EngineOutputError
 
 _KINETO = re.compile(r"\.json(?:\.gz)?$")
@@ -128,6 +129,11 @@ def attach(records: list[dict], items: Sequence[str | Path]) -> list[str]:
     """Put the run's traces on its record (`trace_files`, and `trace_groups` where there are
     several); returns notes. One run only: a trace is the profile of one configuration."""
     files = trace_set(items)
+    for p in files:  # before anything is posted: a file that is no trace is refused here
+        try:
+            check_events(p)
+        except TraceError as e:
+            raise EngineOutputError(f"--trace {e}") from None
     if len(records) != 1:
         raise EngineOutputError(f"--trace attaches a trace set to one run, but the input makes "
                                 f"{len(records)} runs (a sweep?): ingest each configuration with "

@@ -45,10 +45,24 @@ SERVE_CONFIG_KEYS = ("request_rate", "max_concurrency", "burstiness", "num_promp
                      "input_len", "output_len", "tokenizer_id", "label", "date")
 
 
+# the server settings `vllm bench sweep serve` varies and writes beside each result (its
+# `--serve-params`), under their config names
+SWEEP_SERVER_KEYS = {"max_num_seqs": "max_num_seqs", "max_num_batched_tokens": "max_num_batched_tokens",
+                     "enable_chunked_prefill": "enable_chunked_prefill", "block_size": "block_size",
+                     "tensor_parallel_size": "tp", "pipeline_parallel_size": "pp",
+                     "data_parallel_size": "dp", "kv_cache_dtype": "kv_cache_dtype",
+                     "max_running_requests": "max_num_seqs",
+                     "chunked_prefill_size": "chunked_prefill_size"}
+
+
 def serve_config(obj: dict) -> dict:
     """What a serve result says about its run, under canonical names; which of it is the
     workload's identity and which is `meta` is engines/identity.py's to say."""
     cfg = {}
+    for k, v in obj.items():
+        key = SWEEP_SERVER_KEYS.get(k.replace("-", "_").lstrip("_"))
+        if key and isinstance(v, (bool, int, float, str)):
+            cfg[key] = v
     for k in SERVE_CONFIG_KEYS:
         if k in obj and obj[k] is not None and not isinstance(obj[k], (list, dict)):
             v = obj[k]
@@ -66,7 +80,7 @@ def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
     if completed is not None and (not isinstance(completed, (int, float)) or completed <= 0):
         raise EngineOutputError(f"{path}: no request completed (completed={completed}); "
                                 "refusing to record a throughput of zero")
-    out = {}
+    out = _request_counts(path, obj)
     if "output_throughput" in obj:
         out["tok_s"] = _num(path, obj, "output_throughput")
     for key in ("total_token_throughput", "total_throughput"):  # vLLM's name, SGLang's name
@@ -82,8 +96,23 @@ def serve_metrics(path: Path, obj: dict) -> dict[str, float]:
                 if key in obj and obj[key] is not None:
                     out[f"{lat}_ms_{stat}"] = _num(path, obj, key)
                     break
-    if not out:
+    if not set(out) - {"completed_requests", "failed_requests"}:
         raise EngineOutputError(f"{path}: no throughput or latency statistics in this result")
+    return out
+
+
+def _request_counts(path: Path, obj: dict) -> dict[str, float]:
+    """The requests a serve result completed and those that failed, where it says them
+    (`completed`, `failed`); never derived from the prompts asked for, which a dataset may not
+    fill."""
+    out: dict[str, float] = {}
+    for key, name in (("completed", "completed_requests"), ("failed", "failed_requests")):
+        v = obj.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise EngineOutputError(f"{path}: field {key} is not a request count ({v!r})")
+        out[name] = float(v)
     return out
 
 

@@ -64,14 +64,19 @@ def test_command_line_flags_win(tmp_path, fake_gpu_node):
     assert again["benchmark"] == "new" and again["label"] == "pr-151"
 
 
-def test_no_gpu_model_is_a_warning(tmp_path, monkeypatch):
+def test_unknown_identity_is_in_the_series_and_a_warning(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi, no git
     monkeypatch.delenv("GITHUB_SHA", raising=False)
     p = write(tmp_path, "serve.json", SERVE)
     (rec,), warnings = ingest([p], identity=Identity())
     assert "gpu" not in (rec.get("hardware") or {})
-    assert len(warnings) == 2 and "no GPU model is known (give --gpu)" in warnings[1]
-    assert "no tp known" in warnings[0] and "(give --config tp=...)" in warnings[0]
+    assert rec["config"]["unknown"] == "tp,gpu,gpu_count"
+    (line,) = warnings
+    assert "tp, gpu, gpu_count unknown" in line
+    assert line.endswith("(give --config tp=... --gpu --gpu-count)")
+    (known,), warnings = ingest([p], identity=Identity(config={"tp": 1}, gpu="NVIDIA H200",
+                                                       gpu_count=1))
+    assert "unknown" not in known["config"] and warnings == []
 
 
 def test_latency_only_serve_result_gives_latency_metrics(tmp_path):
@@ -131,3 +136,19 @@ def test_server_logs_name_the_engine_settings():
     assert server_config(vllm)[0] == {"model": "zai-org/GLM-4.6", "tp": 4, "dp": 2, "ep": 8,
                                    "speculative": "mtp:1"}
     assert server_config("nothing here") == ({}, {})
+
+
+def test_the_commit_is_never_the_current_directorys_for_a_file_outside_it(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.delenv("PERFWARDEN_BISECT", raising=False)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # this project's own checkout
+    p = write(tmp_path, "serve.json", SERVE)  # a folder that no repository holds
+    (rec,), _ = ingest([p], identity=Identity())
+    assert "commit" not in rec
+    monkeypatch.setenv("GITHUB_SHA", "a" * 40)
+    (rec,), _ = ingest([p], identity=Identity())
+    assert rec["commit"] == "a" * 40
+    (rec,), _ = ingest([p], identity=Identity(commit="b" * 40))
+    assert rec["commit"] == "b" * 40

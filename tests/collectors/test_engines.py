@@ -117,3 +117,34 @@ def test_truncated_jsonl(tmp_path):
     p.write_text((E / "sweep.jsonl").read_text()[:-40])
     with pytest.raises(EngineOutputError, match="line 4"):
         ingest([p])
+
+
+def test_a_sweeps_server_settings_are_config_and_request_counts_are_metrics(tmp_path):
+    import json
+
+    row = json.loads((DATA / "engines" / "sweep.jsonl").read_text().splitlines()[0])
+    sweep = tmp_path / "summary.jsonl"
+    rows = [{**row, "max_num_seqs": seqs, "max_num_batched_tokens": 2048, "failed": failed,
+             "completed": 64 - failed} for seqs, failed in ((32, 0), (64, 2))]
+    sweep.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    recs, _ = ingest([sweep])
+    assert [(r["config"]["max_num_seqs"], r["config"]["max_num_batched_tokens"]) for r in recs] == [
+        (32, 2048), (64, 2048)]
+    assert [r["metrics"]["failed_requests"]["samples"] for r in recs] == [[0.0], [2.0]]
+    assert [r["metrics"]["completed_requests"]["samples"] for r in recs] == [[64.0], [62.0]]
+    assert recs[0]["config"]["model"] == "zai-org/GLM-4.6"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**row, "failed": -1}))
+    with pytest.raises(EngineOutputError, match="field failed is not a request count"):
+        ingest([bad])
+
+
+def test_a_renamed_copy_is_the_same_record(tmp_path):
+    first = tmp_path / "a" / "serve.json"
+    first.parent.mkdir()
+    shutil.copy(DATA / "engines" / "serve.json", first)
+    second = tmp_path / "results-nightly.json"
+    shutil.copy(first, second)
+    (a,), _ = ingest([first])
+    (b,), _ = ingest([second])
+    assert a == b and a["source"]["sha256"] and "file" not in a["source"]

@@ -33,7 +33,7 @@ def test_sglang_server_args_split_into_config_and_meta():
     cfg, meta = server_config((S / "sglang_tp4_eagle3.log").read_text())
     assert cfg == {"model": "meta-llama/Llama-3.1-70B-Instruct", "tp": 4, "dtype": "bfloat16",
                    "kv_cache_dtype": "fp8_e4m3", "chunked_prefill_size": 8192,
-                   "speculative": "EAGLE3:4"}
+                   "speculative": "EAGLE3:4@jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-70B"}
     assert meta["mem_fraction_static"] == 0.85 and meta["attention_backend"] == "fa3"
     assert "page_size" not in meta and "block_size" not in cfg  # one token a page: the default
 
@@ -77,9 +77,9 @@ def test_a_log_of_another_model_or_tp_is_refused(tmp_path):
 
 def test_a_record_with_no_model_or_tp_names_the_flags():
     (rec,), warnings = ingest([S / "vllm_prodstack.log"])
-    assert rec["config"] == {}
-    assert any("no model and no tp known" in w and "--config model=... --config tp=..." in w
-               for w in warnings)
+    assert rec["config"] == {"unknown": "model,tp,gpu,gpu_count"}
+    assert any("model, tp, gpu, gpu_count unknown" in w and
+               "--config model=... --config tp=... --gpu --gpu-count" in w for w in warnings)
     (rec,), warnings = ingest([S / "vllm_prodstack.log"],
                               identity=Identity(config={"model": "m", "tp": 1}))
     assert not any("--config" in w for w in warnings)

@@ -58,7 +58,8 @@ def test_sglang_sharegpt_lines_name_no_lengths(served_shared, tmp_path):
     p.write_text(json.dumps(SHAREGPT) + "\n")
     (rid,) = ingest(served.url, p, extra=("--started-at", "2026-11-28T10:00:00Z"))
     run_ = served.get(f"/api/v1/runs/{rid}")
-    assert run_["config"] == {"concurrency": 8, "request_rate": "inf"}
+    assert run_["config"] == {"concurrency": 8, "request_rate": "inf",
+                              "unknown": "model,tp,gpu_count"}
     assert run_["meta"]["dataset_name"] == "sharegpt" and run_["meta"]["backend"] == "sglang"
     assert run_["started_at"] == "2026-11-28T10:00:00Z"
 

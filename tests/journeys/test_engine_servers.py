@@ -1,6 +1,6 @@
 """Twenty engine files of several servers (SGLang and vLLM logs of other TP sizes, models and
 settings, `vllm bench` results) ingested as their CI jobs hand them over, with no identity flag:
-as many series as there are workloads, a warning wherever identity is missing, and a second
+as many series as there are workloads, a warning naming the identity that is missing, and a second
 download of the same files (new mtimes) stores nothing."""
 from __future__ import annotations
 
@@ -59,12 +59,14 @@ def test_servers_keep_their_series_and_a_redownload_stores_nothing(served, tmp_p
         got, stderr = ingest(served.url, first, names)
         assert len(got) == 1, (names, got)
         ids.append(got[0])
-        said = [w for w in stderr if "may share a series with another server's runs" in w]
-        if missing:  # one line naming exactly the flags to give
-            (line,) = said
-            assert line.endswith("(give " + " ".join(f"--config {k}=..." for k in missing) + ")")
-        else:
-            assert said == [], (names, said)
+        # one line naming exactly what is unknown and the flags to give
+        # (no GPU model: --no-detect; no GPU count where tp is unknown)
+        unknown = missing + ("gpu",) + (("gpu_count",) if "tp" in missing else ())
+        (line,) = [w for w in stderr if "its series says so" in w]
+        assert f"{', '.join(unknown)} unknown" in line, (names, line)
+        assert line.endswith("(give " + " ".join(
+            [f"--config {k}=..." for k in missing] + ["--gpu"] + (
+                ["--gpu-count"] if "tp" in missing else [])) + ")"), line
     runs = {r["id"]: r for r in served.runs()}
     series = {}
     for rid, (_, workload, _) in zip(ids, INGESTS):
@@ -74,7 +76,8 @@ def test_servers_keep_their_series_and_a_redownload_stores_nothing(served, tmp_p
     by = dict(zip([w for _, w, _ in INGESTS], (runs[i] for i in ids)))
     assert by["qwen3 tp2 c8"]["config"]["tp"] == 2
     assert by["qwen3 tp2 c8"]["config"]["model"] == "Qwen3ForCausalLM"
-    assert by["llama70b tp4 eagle3 c16"]["config"]["speculative"] == "EAGLE3:4"
+    assert by["llama70b tp4 eagle3 c16"]["config"]["speculative"] == \
+        "EAGLE3:4@jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-70B"
     assert by["gpt-oss dp2 tp2 server"]["config"]["dp"] == 2
     assert by["qwen7b tp2 seqs32 c8"]["config"]["max_num_seqs"] == 32
     logs = ("qwen3 tp2 server", "llama70b tp4 eagle3 server", "gpt-oss dp2 tp2 server")
