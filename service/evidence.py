@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.verdicts import FAIL, INCONCLUSIVE, PASS
+
 from .format import md, num, pct
-from .schemas import GateOut, MetricVerdict
+from .schemas import GateOut, MetricVerdict, TraceEvidence
 
 ARROW = "→"
 
@@ -17,8 +19,11 @@ ARROW = "→"
 class Evidence:
     aux_gap: str | None = None
     step_gpu_time: str | None = None
-    kernels: list[tuple[str, float]] = field(default_factory=list)  # (name, change us/step)
-    source: str | None = None  # "runs 3 → 9 (attached traces)"
+    # (name, change us/step, interval low, high): across runs, only the significant and
+    # material ones (intervals set); from one trace a side, the largest (intervals None)
+    kernels: list[tuple[str, float, float | None, float | None]] = field(default_factory=list)
+    kernels_note: str | None = None  # what the kernel test found or why there was none
+    source: str | None = None  # "traces of runs 3, 4, 5 → 9, 10, 11"
 
     def parts(self, markdown: bool = False) -> list[str]:
         out = []
@@ -27,9 +32,14 @@ class Evidence:
         if self.step_gpu_time:
             out.append(f"step GPU time {self.step_gpu_time}")
         if self.kernels:
-            out.append("top changed kernels: " + ", ".join(
+            tested = self.kernels[0][2] is not None
+            out.append(("kernels changed significantly: " if tested else
+                        "top changed kernels: ") + ", ".join(
                 f"{md(name, code=True) if markdown else name} {delta:+.1f} us/step"
-                for name, delta in self.kernels))
+                + (f" (CI {lo:+.1f} to {hi:+.1f})" if lo is not None and hi is not None else "")
+                for name, delta, lo, hi in self.kernels))
+        if self.kernels_note:
+            out.append(self.kernels_note)
         return out
 
     def __bool__(self) -> bool:
@@ -68,6 +78,36 @@ def short_kernel(name: str, limit: int = 48) -> str:
     return short if len(short) <= limit else "..." + short[-(limit - 3):]
 
 
+def _series_evidence(cmp: GateOut, m: MetricVerdict) -> TraceEvidence | None:
+    return next((e for e in cmp.trace_evidence if (e.series_id == m.series_id
+                 if m.series_id is not None else e.series == m.series)), None)
+
+
+def _lane(e: TraceEvidence, key: str) -> str | None:
+    c = next((x for x in e.lanes if x.key == key), None)
+    if c is None:
+        return None
+    ci = (f", CI {c.ci_low_us:+.1f} to {c.ci_high_us:+.1f} us"
+          if c.ci_low_us is not None and c.ci_high_us is not None else "")
+    what = "significant" if c.significant else "not significant"
+    return f"{num(c.base_us, 1)} us {ARROW} {num(c.candidate_us, 1)} us ({what}{ci})"
+
+
+def _across_runs(ev: Evidence, e: TraceEvidence, kernels: int) -> Evidence:
+    """The evidence of a series' runs with traces: every figure tested across them."""
+    runs = (f"traces of runs {', '.join(map(str, e.baseline_run_ids))} {ARROW} "
+            f"{', '.join(map(str, e.candidate_run_ids))}")
+    ev.aux_gap = _lane(e, "aux_gap_mean_us") or ev.aux_gap
+    ev.step_gpu_time = _lane(e, "step_gpu_time_us_mean")
+    ev.kernels = [(short_kernel(k.name), k.delta_us, k.ci_low_us, k.ci_high_us)
+                  for k in e.kernels[:kernels]]
+    if not e.kernels:
+        ev.kernels_note = (f"no kernel changed significantly and materially "
+                           f"({e.tested_kernels} tested)")
+    ev.source = f"{runs}; {e.correction}"
+    return ev
+
+
 def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
     ev = Evidence()
     gap = next((x for x in cmp.metrics if x.name == "aux_gap_mean_us" and x is not m
@@ -77,9 +117,14 @@ def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
         gap = m
     if gap is not None and gap.baseline.mean is not None:
         ev.aux_gap = _change(gap.baseline.mean, gap.candidate.mean, "us", gap.delta_pct)
+    across = _series_evidence(cmp, m)
+    if across is not None and not across.note:
+        return _across_runs(ev, across, kernels)
     td = getattr(cmp, "trace_diff", None)
     if not td:
         return ev
+    if across is not None:
+        ev.kernels_note = f"untested: {across.note}"
     cand = next((r for r in getattr(cmp, "candidate_runs", [])
                  if r.id == td.get("candidate_run_id")), None)
     if cand is None or not _matches(m.series, cand.config):
@@ -91,7 +136,7 @@ def evidence(cmp: GateOut, m: MetricVerdict, kernels: int = 3) -> Evidence:
     g = gaps.get("step_gpu_time_us_mean")
     if g:
         ev.step_gpu_time = _change(g["base"], g["candidate"], "us", g["delta_pct"])
-    ev.kernels = [(short_kernel(k["name"]), k["delta_per_step_us"])
+    ev.kernels = [(short_kernel(k["name"]), k["delta_per_step_us"], None, None)
                   for k in td.get("kernels", [])[:kernels] if k["delta_per_step_us"]]
     ev.source = f"traces of run {td.get('base_run_id')} {ARROW} run {td.get('candidate_run_id')}"
     return ev
@@ -115,7 +160,7 @@ class OrderingLine:
 
     @property
     def css(self) -> str:
-        return {"hazard": "fail", "ok": "pass"}.get(self.verdict, "inconclusive")
+        return {"hazard": FAIL, "ok": PASS}.get(self.verdict, INCONCLUSIVE)
 
 
 def ordering_line(summary: Mapping[str, Any] | None, state: str = "done",
@@ -139,6 +184,7 @@ def ordering_line(summary: Mapping[str, Any] | None, state: str = "done",
     if not summary or not summary.get("steps"):
         return OrderingLine("unknown", check, "no decode steps found: name the step range with "
                             "`perfwarden analyze FILE --step-regex REGEX`")
-    return OrderingLine("unknown", check, f"no kernel in the steps matched the {check} preset: "
-                        "name the guarded kernels with `perfwarden analyze FILE --guard-kernels "
-                        "REGEX` (the kernel table lists the names)", 0)
+    return OrderingLine("unknown", check, f"no kernel in the steps matched the {check} preset "
+                        "and no routed-expert range held one: name the guarded kernels with "
+                        "`perfwarden analyze FILE --guard-kernels REGEX` (the kernel table lists "
+                        "the names) or their NVTX range with `--guard-range REGEX`", 0)

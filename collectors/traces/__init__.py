@@ -7,7 +7,8 @@ scan into columns, a large document scanned in pieces, exact times; _kfilter.c, 
 writes the needed fields as columns), model.py (the one in-memory model, all columns),
 columns.py (a loaded trace kept on disk as columns). Analysis: pipeline.py (THE trace pipeline,
 files to summary), steps.py (which host ranges are the steps), analysis.py (step projection,
-stream roles, gaps, overlap), lanes.py (the auxiliary lanes per step and device), intervals.py
+gaps, overlap), roles.py (stream roles, decided once per trace set), names.py (kernel keys
+across producers), lanes.py (the auxiliary lanes per step and device), intervals.py
 (vectorized interval arithmetic), hostops.py (host operators of a trace without device work),
 ordering.py, presets.py and verdict.py (the ordering check, its guard presets, its verdict),
 representative.py (whether a profile shows what the trials ran), summary.py (the trace summary

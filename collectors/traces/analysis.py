@@ -11,7 +11,10 @@ from . import intervals as iv
 from . import lanes as ln
 from .lanes import NS_PER_US
 from .model import OP_KIND_NAMES, Trace
+from .roles import Roles, device_name, device_places, graph_replays, stream_roles
 from .summary import TraceSummary
+
+KERNEL_LIMIT = 200  # kernel rows a summary keeps, largest total first
 
 
 @dataclass
@@ -22,7 +25,7 @@ class Options:
     min_gap_us: float = 10.0
     main_streams: list[tuple[int, int]] = field(default_factory=list)  # (device, stream)
     aux_streams: list[tuple[int, int]] = field(default_factory=list)
-    kernel_limit: int = 200
+    kernel_limit: int = KERNEL_LIMIT
 
 
 @dataclass
@@ -36,12 +39,6 @@ class Projection:
     step_names: list[str]
     op_call_start_ns: np.ndarray  # per op: its launch call's start, -1 when none
     op_call_thread: np.ndarray  # per op: its launch call's thread key, -1 when none
-
-
-@dataclass
-class Roles:
-    main: dict[int, int]  # device -> main stream
-    aux: dict[int, set[int]]  # device -> aux streams
 
 
 def step_ranges(trace: Trace, regex: str | None) -> np.ndarray:
@@ -108,69 +105,6 @@ def project(trace: Trace, regex: str | None) -> Projection:
                       [r.names[i] for i in used], call_start, call_thread)
 
 
-def graph_replays(trace: Trace) -> np.ndarray:
-    """Per op: launched by a graph launch (several ops share the launch's correlation id)."""
-    ops = trace.ops
-    if not len(ops):
-        return np.zeros(0, dtype=bool)
-    key = (ops.proc << 40) | (ops.corr & ((1 << 40) - 1))
-    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return (counts[inv.ravel()] > 1) & (ops.corr >= 0)
-
-
-def stream_roles(trace: Trace, proj: Projection, opts: Options) -> Roles:
-    ops = trace.ops
-    ins = proj.op_step >= 0
-    dev, stream = ops.device[ins], ops.stream[ins]
-    dur = (ops.end_ns - ops.start_ns)[ins]
-    main: dict[int, int] = {}
-    aux: dict[int, set[int]] = {}
-    if dev.size:
-        pairs, inv = iv.group_rows(dev, stream)
-        total = np.bincount(inv, weights=dur)
-        for (d, s), _busy in sorted(zip(map(tuple, pairs.tolist()), total.tolist()),
-                                key=lambda x: (x[0][0], -x[1], x[0][1])):
-            main.setdefault(d, s)
-            aux.setdefault(d, set())
-            if main[d] != s:
-                aux[d].add(s)
-    for d, s in opts.main_streams:
-        for dd in _devices_matching(trace, d):
-            main[dd] = s
-            aux.setdefault(dd, set()).discard(s)
-            if not opts.aux_streams:
-                aux[dd] = {x for x in _streams_in_steps(trace, proj, dd) if x != s}
-    if opts.aux_streams:
-        chosen: dict[int, set[int]] = {}
-        for d, s in opts.aux_streams:
-            for dd in _devices_matching(trace, d):
-                chosen.setdefault(dd, set()).add(s)
-        for dd in aux:
-            aux[dd] = chosen.get(dd, set())
-        for dd, ss in chosen.items():
-            aux[dd] = ss
-            if main.get(dd) in ss:
-                rest = [x for x in _streams_in_steps(trace, proj, dd) if x not in ss]
-                if rest:
-                    main[dd] = rest[0]
-                else:
-                    main.pop(dd, None)
-    return Roles(main, aux)
-
-
-def _devices_matching(trace: Trace, device: int) -> list[int]:
-    """A user's device number names that device in every file (ranks keep their own numbering)."""
-    labels = trace.device_labels
-    out = [k for k, v in labels.items() if v.split(":")[-1] == f"GPU {device}"
-           or v.split(":")[-1].startswith(f"GPU {device} (")]
-    return out or [device]
-
-
-def _streams_in_steps(trace: Trace, proj: Projection, device: int) -> list[int]:
-    ins = (proj.op_step >= 0) & (trace.ops.device == device)
-    return sorted(set(trace.ops.stream[ins].tolist()))
-
-
 def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> list[dict]:
     ops = trace.ops
     ins = proj.op_step >= 0
@@ -188,6 +122,7 @@ def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> lis
         np.maximum.at(last, inv, ops.end_ns[ins])
         for d, span in zip((u % ndev + dmin).tolist(), (last - first).tolist()):
             span_total[d] = span_total.get(d, 0) + span
+    places = device_places(trace)
     for d in sorted(set(roles.main) | set(roles.aux)):
         streams = sorted(({roles.main[d]} if d in roles.main else set()) | roles.aux.get(d, set()))
         for s in streams:
@@ -195,10 +130,12 @@ def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> lis
             role = "main" if roles.main.get(d) == s else "aux"
             gs, ss_, es = iv.merge(proj.op_step[sel], ops.start_ns[sel], ops.end_ns[sel])
             busy = float((es - ss_).sum())
-            row = {"device": d, "device_label": trace.device_labels.get(d, f"GPU {d}"),
-                   "stream": s, "role": role, "ops": int(sel.sum()),
+            row = {"device": d, "rank": places[d][0], "gpu": places[d][1],
+                   "device_label": device_name(places, d), "stream": s, "role": role, "ops": int(sel.sum()),
                    "busy_per_step_us": busy / nsteps / NS_PER_US if nsteps else None,
                    "busy_share": busy / span_total[d] if span_total.get(d) else None}
+            if role == "main":
+                row["chosen_by"] = roles.how.get(d, "")
             if role == "aux":
                 _, gap = iv.gaps(gs, ss_, es)
                 row.update(ln.gap_stats(gap, opts.min_gap_us))
@@ -225,10 +162,10 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
     # one row per device (spec/metrics.md, Kernel breakdown per device), named by rank: the device's
     # place among the trace's
     # devices (one file per rank, or one file holding every rank's GPU)
-    rank_of = {int(d): r for r, d in enumerate(np.unique(ops.device).tolist())}
+    places = device_places(trace)
     return [{"name": trace.names[int(u[i, 0])], "kind": OP_KIND_NAMES[int(u[i, 3])],
-             "device": int(u[i, 1]), "rank": rank_of[int(u[i, 1])],
-             "device_label": trace.device_labels.get(int(u[i, 1]), f"GPU {int(u[i, 1])}"),
+             "device": int(u[i, 1]), "rank": places[int(u[i, 1])][0],
+             "gpu": places[int(u[i, 1])][1], "device_label": device_name(places, int(u[i, 1])),
              "stream": int(u[i, 2]), "count": int(count[i]),
              "total_us": float(total[i]) / NS_PER_US, "mean_us": float(total[i] / count[i]) / NS_PER_US}
             for i in order]
@@ -251,20 +188,19 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     opts = resolve_steps(trace, opts)
     regex = cast(str, opts.step_regex)
     proj = proj or project(trace, regex)
-    roles = stream_roles(trace, proj, opts)
+    replay = graph_replays(trace)
+    roles = stream_roles(trace, proj, opts, replay)
     nsteps = int(proj.step_start_ns.shape[0])  # the steps that hold device work
     host = step_ranges(trace, regex)
     prefill = int(step_ranges(trace, opts.prefill_regex).size) if opts.prefill_regex else None
-    warnings = list(trace.warnings)
+    warnings = list(trace.warnings) + roles.notes
     if host.size > nsteps:
         warnings.append(f"{host.size - nsteps} of {host.size} step ranges hold no device work"
                         + (" (a CPU trace): steps are counted from the host ranges; the device "
                            "figures have no work to measure" if len(trace.ops) == 0 else
                            ": they count as steps; the device figures are over the others"))
     if host.size == 0:
-        if len(trace.ops) == 0 and trace.graph_trace_rows:
-            pass  # the loader warned about --cuda-graph-trace=node
-        elif prefill:
+        if prefill:
             warnings.append(f"no decode steps: the trace's {prefill} {opts.step_source[6:]} "
                             "step(s) are all prefill (or mixed prefill/decode) steps")
         else:
@@ -280,7 +216,7 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
     out: dict = {"source": trace.source, "producer": trace.producer,
                  "step_regex": regex, "step_source": opts.step_source,
                  "min_gap_us": opts.min_gap_us, "steps": int(host.size), "prefill_steps": prefill,
-                 "graph_replay_ops": int(graph_replays(trace)[proj.op_step >= 0].sum())}
+                 "graph_replay_ops": int(replay[proj.op_step >= 0].sum())}
     lanes = ln.lanes(trace, proj, roles)
     out.update(ln.lane_figures(lanes, roles, all_steps, opts.min_gap_us))
     out.update(ln.step_times(lanes, proj, all_steps))

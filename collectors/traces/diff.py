@@ -6,6 +6,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .analysis import KERNEL_LIMIT
+from .names import kernel_key
+
 GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
             "aux_busy_per_step_us", "aux_main_overlap_us_per_step", "step_gpu_time_us_mean",
             "step_gpu_time_us_median")
@@ -37,13 +40,15 @@ def shown_names(names: Sequence[str], width: int = 60) -> dict[str, str]:
 
 
 def _per_step(summary: Mapping[str, Any]) -> dict[str, dict]:
-    """Kernel time per step by name (streams summed, roles kept apart)."""
+    """Kernel time per step by kernel key (names.kernel_key: one key whatever producer wrote the
+    name; streams summed, roles kept apart), each with the first name seen."""
     steps = summary.get("steps") or 1
     main = {(s["device"], s["stream"]) for s in summary.get("main_streams", [])}
     out: dict[str, dict] = {}
     for k in summary.get("kernels", []):
         role = "main" if (k["device"], k["stream"]) in main else "aux"
-        row = out.setdefault(k["name"], {"count": 0, "total_us": 0.0, "roles": set()})
+        row = out.setdefault(kernel_key(k["name"]), {"name": k["name"], "count": 0,
+                                                    "total_us": 0.0, "roles": set()})
         row["count"] += k["count"]
         row["total_us"] += k["total_us"]
         row["roles"].add(role)
@@ -51,6 +56,16 @@ def _per_step(summary: Mapping[str, Any]) -> dict[str, dict]:
         row["per_step_us"] = row["total_us"] / steps
         row["mean_us"] = row["total_us"] / row["count"] if row["count"] else 0.0
     return out
+
+
+def run_kernels(summary: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, str], bool]:
+    """One run's kernel time per step by kernel key, read from its stored summary (no pass over
+    its trace), the name shown for each key, and whether the kernel list is whole (a list cut at
+    the kernel limit cannot say a kernel missing from it took no time)."""
+    rows = _per_step(summary)
+    whole = len(summary.get("kernels") or []) < KERNEL_LIMIT
+    return ({k: r["per_step_us"] for k, r in rows.items()}, {k: r["name"] for k, r in rows.items()},
+            whole)
 
 
 def diff_summaries(base: Mapping[str, Any], cand: Mapping[str, Any], limit: int = 20) -> dict:
@@ -64,13 +79,14 @@ def diff_summaries(base: Mapping[str, Any], cand: Mapping[str, Any], limit: int 
         gaps.append({"metric": key, "base": b, "candidate": c, "delta": delta, "delta_pct": pct})
     kb, kc = _per_step(base), _per_step(cand)
     rows: list[dict[str, Any]] = []
-    for name in set(kb) | set(kc):
-        b, c = kb.get(name), kc.get(name)
+    for key in set(kb) | set(kc):
+        b, c = kb.get(key), kc.get(key)
         bp = b["per_step_us"] if b else 0.0
         cp = c["per_step_us"] if c else 0.0
         either = b or c
         assert either is not None
-        rows.append({"name": name, "role": "/".join(sorted(either["roles"] | (c or either)["roles"])),
+        rows.append({"name": either["name"], "key": key,
+                     "role": "/".join(sorted(either["roles"] | (c or either)["roles"])),
                      "base_per_step_us": bp, "candidate_per_step_us": cp,
                      "delta_per_step_us": cp - bp,
                      "base_mean_us": b["mean_us"] if b else None,

@@ -32,6 +32,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from .. import forked
 from . import kineto_events as ev
 from . import kineto_scan as ks
 from . import kineto_times as kt
@@ -151,7 +152,8 @@ def scan(src: Any, rx: re.Pattern | None, procs: int,
     try:
         for j0, j1 in runs:
             recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_child, args=(src, spans, j0, j1, rx, send), daemon=True)
+            p = ctx.Process(target=_child, args=(src, spans, j0, j1, rx, send, os.getpid()),
+                            daemon=True)
             p.start()
             send.close()
             running.append((p, recv))
@@ -208,12 +210,16 @@ def _whole(results: list) -> Columns | None:
     return join(results)
 
 
-def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: Any) -> None:
-    """A forked process's work: no garbage collection of the parent's objects (their finalizers
+def _child(src: Any, spans: list, j0: int, j1: int, rx: re.Pattern | None, out: Any,
+           parent: int) -> None:
+    """A forked process's work: it dies with `parent` and keeps none of the sockets and pipe
+    ends it inherited but `out` (a server's listening socket, its siblings' pipes:
+    collectors/forked.py), no garbage collection of the parent's objects (their finalizers
     may want locks another thread held at the fork), and an exit that skips the interpreter's
     clean-up (flushing streams whose locks may be held, freeing what was decoded)."""
     gc.disable()
     try:
+        forked.settle(parent, {out.fileno()})
         got = run(src, spans, j0, j1, rx, out.send)
         if isinstance(got, Columns):
             got.shed()

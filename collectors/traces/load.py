@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 import types
 import zlib
@@ -12,10 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
+from .. import forked
 from . import columns
 from .kineto import load_kineto
 from .model import Trace, TraceError
-from .nsys import SQLITE_MAGIC, export_nsys_rep, load_nsys_sqlite
+from .nsys import SQLITE_MAGIC, load_nsys_sqlite
 from .progress import Progress
 
 _gzip: types.ModuleType
@@ -112,7 +115,7 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
     kind = sniff(path, name)
     try:
         if kind == "nsys":
-            return load_nsys_sqlite(path, progress)
+            return _no_events(path, load_nsys_sqlite(path, progress))
         if kind == "nsys-gz":
             with tempfile.TemporaryDirectory(prefix="perfwarden-") as tmp:
                 plain = Path(tmp) / (path.name.removesuffix(".gz") or "trace.sqlite")
@@ -120,10 +123,10 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
                     inflate(path, dst.write)
                 trace = load_nsys_sqlite(plain, progress)
                 trace.source = path.name
-                return trace
+                return _no_events(path, trace)
         if kind == "nsys-rep":
-            return load_nsys_sqlite(export_nsys_rep(path, progress), progress)
-        return load_kineto(path, step_regex, progress, parts)
+            return _no_events(path, load_nsys_sqlite(export_nsys_rep(path, progress), progress))
+        return _no_events(path, load_kineto(path, step_regex, progress, parts))
     except TraceError:
         raise
     except (OSError, EOFError, zlib.error) as e:
@@ -132,6 +135,59 @@ def load_trace(path: str | os.PathLike, step_regex: str | None = None,
         raise
     except Exception as e:  # noqa: BLE001 - a producer we did not foresee: still one clear line
         raise TraceError(f"{path}: cannot read trace ({type(e).__name__}: {e})") from None
+
+
+# a Kineto/Chrome trace's events that say something happened (a span, its begin or end, an
+# instant, a flow): metadata (`"ph": "M"`) alone is no trace
+KINETO_EVENT = re.compile(rb'"ph"\s*:\s*"[XBEbeiIsf]"')
+EVENT_HEAD = 8 << 20  # the inflated bytes looked at: Kineto writes its events near the start
+# the nsys export's tables of events: kernels, copies, runtime calls, NVTX ranges
+NSYS_EVENTS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+               "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
+
+
+def check_events(path: str | os.PathLike) -> None:
+    """TraceError (one line) unless the file holds trace events: a Kineto document with an
+    event that is not metadata in its first EVENT_HEAD bytes, an nsys export with a row in a
+    CUPTI or NVTX table (an .nsys-rep is taken as it is: only nsys can open it). A cheap look
+    made before a trace leaves the machine; loading (load_trace) checks the whole file."""
+    path = Path(path)
+    kind = sniff(path)
+    if kind == "kineto":
+        with open(path, "rb") as f:
+            zipped = f.read(2) == b"\x1f\x8b"
+        try:
+            with (gzip.open if zipped else open)(path, "rb") as f:
+                head = f.read(EVENT_HEAD)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(f"{path}: cannot read trace ({e})") from None
+        if not KINETO_EVENT.search(head):
+            raise TraceError(f"{path}: no trace events (a JSON file without Kineto/Chrome trace "
+                             "events is not a trace)")
+    elif kind == "nsys":
+        import sqlite3
+
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+            try:
+                tables = {n for (n,) in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                rows = any(con.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone()
+                           for t in NSYS_EVENTS if t in tables)
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as e:
+            raise TraceError(f"{path}: not a readable nsys SQLite export ({e})") from None
+        if not rows:
+            raise TraceError(f"{path}: no trace events (no CUPTI kernel, copy or runtime rows, no "
+                             "NVTX ranges): not an nsys trace")
+
+
+def _no_events(path: Path, trace: Trace) -> Trace:
+    if not len(trace.ops) and not len(trace.calls) and not len(trace.ranges):
+        raise TraceError(f"{path}: no trace events (no kernel, copy, runtime call or range): "
+                         "not a trace")
+    return trace
 
 
 # the rank number in a trace file's name: `trace_M1_rank3.json.gz`, SGLang's `-TP-3-`, `tp3`
@@ -197,10 +253,29 @@ def _load_parallel(files: list[str], given: list[str | None], todo: list[int],
     prog.note(f"loading {len(todo)} trace files in {workers} processes")
     # forkserver/spawn would re-import the caller; fork is safe here (no threads hold locks we use)
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with cf.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    # its workers die with this process and hold none of its sockets (collectors/forked.py)
+    with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=forked.settle,
+                                initargs=(os.getpid(), set(), False)) as pool:
         parts = max(1, (os.cpu_count() or 1) // workers)  # each file's pieces share the rest
         futs = {pool.submit(_load_quiet, files[i], step_regex, given[i], parts): i for i in todo}
         for done, fut in enumerate(cf.as_completed(futs), 1):
             i = futs[fut]
             out[i] = fut.result()
             prog.note(f"loaded {given[i] or Path(files[i]).name} ({done}/{len(todo)})")
+
+
+def export_nsys_rep(path: Path, progress: Progress | None = None) -> Path:
+    """Run `nsys export --type sqlite` on a report; returns the SQLite file (in a temp dir)."""
+    nsys = os.environ.get("NSYS") or shutil.which("nsys")
+    if not nsys:
+        raise TraceError(f"{path}: .nsys-rep needs nsys to export it (not on PATH, NSYS unset); "
+                         "export it with `nsys export --type sqlite` and pass the .sqlite")
+    out = Path(tempfile.mkdtemp(prefix="perfwarden-")) / (path.stem + ".sqlite")
+    if progress:
+        progress.note(f"exporting {path.name} with {nsys}")
+    r = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+                        str(out), str(path)], capture_output=True, text=True)
+    if r.returncode != 0 or not out.exists():
+        last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise TraceError(f"{path}: nsys export failed: {last[0]}")
+    return out

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
-OP_KIND_NAMES = {OP_KERNEL: "kernel", OP_MEMCPY: "memcpy", OP_MEMSET: "memset"}
+OP_KERNEL, OP_MEMCPY, OP_MEMSET, OP_GRAPH = 0, 1, 2, 3
+# OP_GRAPH: a whole CUDA graph replay, traced as one row (nsys without --cuda-graph-trace=node)
+OP_KIND_NAMES = {OP_KERNEL: "kernel", OP_MEMCPY: "memcpy", OP_MEMSET: "memset", OP_GRAPH: "graph"}
 
 
 class TraceError(ValueError):

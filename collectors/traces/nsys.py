@@ -1,4 +1,4 @@
-"""Nsight Systems SQLite exports (`nsys export --type sqlite`) and `.nsys-rep` via `nsys export`.
+"""Nsight Systems SQLite exports (`nsys export --type sqlite`; load.py exports a `.nsys-rep`).
 
 Any table may be absent; columns differ between schema versions, so every query is built from
 what `sqlite_master` and `PRAGMA table_info` say is there.
@@ -8,10 +8,7 @@ The file is untrusted: it is opened and checked as nsys_schema.py says.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -20,13 +17,24 @@ from pathlib import Path
 import numpy as np
 
 from .intervals import unique_inverse
-from .model import OP_KERNEL, OP_MEMCPY, OP_MEMSET, Calls, Ops, Ranges, StreamWait, Trace, TraceError
+from .model import (
+    OP_GRAPH,
+    OP_KERNEL,
+    OP_MEMCPY,
+    OP_MEMSET,
+    Calls,
+    Ops,
+    Ranges,
+    StreamWait,
+    Trace,
+    TraceError,
+)
 from .nsys_schema import connect, refused_schema
 from .progress import Progress
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 OP_TABLES = (("CUPTI_ACTIVITY_KIND_KERNEL", OP_KERNEL), ("CUPTI_ACTIVITY_KIND_MEMCPY", OP_MEMCPY),
-             ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET))
+             ("CUPTI_ACTIVITY_KIND_MEMSET", OP_MEMSET), ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", OP_GRAPH))
 CALL_TABLES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
 NVTX_PUSHPOP, NVTX_STARTEND = 59, 60
 SYNC_STREAM_WAIT = 2
@@ -208,10 +216,12 @@ def load_nsys_sqlite(path: str | os.PathLike, progress: Progress | None = None) 
     trace = Trace(ops=ops[0], calls=calls, ranges=ranges, names=ops[1], source=path.name,
                   producer=_producer(db), device_labels=_device_labels(db, ops[0]))
     trace.graph_trace_rows = db.count("CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
-    if trace.graph_trace_rows and not len(ops[0]):
+    if trace.graph_trace_rows:
         trace.warnings.append(
             f"{path.name}: CUDA graphs were traced as whole graphs ({trace.graph_trace_rows} graph "
-            "rows, no kernel rows); capture again with `nsys profile --cuda-graph-trace=node`")
+            "rows, the device work of their steps): the kernels inside the graphs have no rows "
+            "of their own, so the kernel breakdown, the aux lanes and the ordering check do not "
+            "see them; `nsys profile --cuda-graph-trace=node` records them")
     trace.waits, trace.has_sync_records = _load_waits(db)
     trace.range_name_counts = Counter(ranges.names)
     prog.done()
@@ -250,6 +260,8 @@ def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
         if kind == OP_KERNEL:
             name = next((c for c in ("demangledName", "shortName", "mangledName", "nameId")
                          if c in cols), "-")
+        elif kind == OP_GRAPH:
+            name = next((c for c in ("graphExecId", "graphId") if c in cols), "-")
         else:
             name = "copyKind"
         exprs = [db.num(table, c) for c in ("start", "end", "deviceId", "streamId", "correlationId",
@@ -262,6 +274,9 @@ def _load_ops(db: _Db, prog: Progress) -> tuple[Ops, list[str]]:
             lookup = db.strings(name_col)
             uniq, inv = unique_inverse(name_col)
             local = [lookup.get(int(u), f"kernel#{int(u)}") for u in uniq]
+        elif kind == OP_GRAPH:  # one row per replay of a whole graph, named by its executable
+            uniq, inv = unique_inverse(name_col)
+            local = [f"CUDA graph exec {int(u)}" if u >= 0 else "CUDA graph" for u in uniq]
         else:
             uniq, inv = unique_inverse(name_col)
             base = "memcpy" if kind == OP_MEMCPY else "memset"
@@ -370,20 +385,3 @@ def _load_waits(db: _Db) -> tuple[list[StreamWait], bool]:
         waits.append(StreamWait(int(d or 0), int(stream), on_stream, pid,
                                 call_time.get((pid, int(corr)), -1), rec_ns, int(corr)))
     return waits, True
-
-
-def export_nsys_rep(path: Path, progress: Progress | None = None) -> Path:
-    """Run `nsys export --type sqlite` on a report; returns the SQLite file (in a temp dir)."""
-    nsys = os.environ.get("NSYS") or shutil.which("nsys")
-    if not nsys:
-        raise TraceError(f"{path}: .nsys-rep needs nsys to export it (not on PATH, NSYS unset); "
-                         "export it with `nsys export --type sqlite` and pass the .sqlite")
-    out = Path(tempfile.mkdtemp(prefix="perfwarden-")) / (path.stem + ".sqlite")
-    if progress:
-        progress.note(f"exporting {path.name} with {nsys}")
-    r = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
-                        str(out), str(path)], capture_output=True, text=True)
-    if r.returncode != 0 or not out.exists():
-        last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise TraceError(f"{path}: nsys export failed: {last[0]}")
-    return out

@@ -18,17 +18,9 @@ from dataclasses import replace
 import numpy as np
 
 from . import intervals as iv
-from .analysis import (
-    NS_PER_US,
-    Options,
-    Projection,
-    Roles,
-    graph_replays,
-    project,
-    resolve_steps,
-    stream_roles,
-)
+from .analysis import NS_PER_US, Options, Projection, project, resolve_steps
 from .model import Trace
+from .roles import Roles, graph_replays, stream_roles
 from .verdict import ordering_verdict, verdict_reason
 
 REFERENCE_REGEX = "eager_reference_step"

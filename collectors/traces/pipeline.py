@@ -5,7 +5,7 @@ pass, `perfwarden ingest --trace` and the service's trace-analysis job. The rank
 file each) load in parallel processes; the summary's `ranks` name each rank's figures with its
 file and the rank number in the file's name. The ordering check runs when asked for (guarded
 kernels or phase, `Check`), or on a preset's kernels where the trace holds any (the server:
-spec/metrics.md v1.2)."""
+spec/metrics.md)."""
 from __future__ import annotations
 
 import os
@@ -16,12 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .analysis import Options, Projection, analyze, project, resolve_steps, stream_roles
+from .analysis import Options, Projection, analyze, project, resolve_steps
 from .load import load_traces, rank_of
-from .model import Trace, concat_traces
+from .model import Trace, TraceError, concat_traces
 from .ordering import REFERENCE_REGEX, check_ordering
-from .presets import GUARD_PRESETS
+from .presets import GUARD_PRESETS, ROUTED_RANGES
 from .progress import Progress
+from .roles import stream_roles
 from .steps import keep_regex
 from .summary import TraceSummary
 
@@ -38,13 +39,34 @@ class Check:
     guard_range: str | None = None
     reference: tuple[str, ...] = ()
     preset: str | None = None
+    plausible: bool = False  # refuse times no profile holds (the server's uploads)
 
     @property
     def guarded(self) -> bool:
         return bool(self.guard_kernels or self.guard_range)
 
 
-SERVER_CHECK = Check(preset=SERVER_PRESET)
+SERVER_CHECK = Check(preset=SERVER_PRESET, plausible=True)
+MAX_SPAN_NS = 24 * 3600 * 10**9  # no event lasts, and no trace spans, longer than a day
+
+
+def check_plausible(trace: Trace, name: str) -> None:
+    """TraceError where an event (a kernel, a launch call, a range) lasts less than nothing or
+    longer than MAX_SPAN_NS, or the trace's events span longer than that."""
+    parts = [(kind, t.start_ns, t.end_ns) for kind, t in
+             (("kernel", trace.ops), ("call", trace.calls), ("range", trace.ranges)) if len(t)]
+    for kind, start, end in parts:
+        dur = end - start
+        if int(dur.min()) < 0 or int(dur.max()) > MAX_SPAN_NS:
+            bad = int(dur.max()) if int(dur.max()) > MAX_SPAN_NS else int(dur.min())
+            raise TraceError(f"{name}: refused: a {kind} lasts {bad / 1e9:.3g} s (an event of a "
+                             f"profile lasts from 0 to {MAX_SPAN_NS // 10**9 // 3600} h)")
+    if parts:
+        lo = min(int(s.min()) for _, s, _ in parts)
+        hi = max(int(e.max()) for _, _, e in parts)
+        if hi - lo > MAX_SPAN_NS:
+            raise TraceError(f"{name}: refused: its events span {(hi - lo) / 1e9:.3g} s (a "
+                             f"profile spans at most {MAX_SPAN_NS // 10**9 // 3600} h)")
 
 
 def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = None,
@@ -57,9 +79,13 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
     analyzed one by one is not parsed again."""
     opts = opts or Options()
     check = check or Check()
-    keep = keep_regex(opts.step_regex, check.guard_range,
-                      REFERENCE_REGEX if check.guarded or check.preset else None)
+    default = not check.guarded  # no guard named: the routed-expert ranges, then a preset
+    keep = keep_regex(opts.step_regex, check.guard_range, ROUTED_RANGES if default else None,
+                      REFERENCE_REGEX)
     traces = load_traces(paths, keep, progress, jobs, names, keep_in)
+    if check.plausible:
+        for t in traces:
+            check_plausible(t, Path(t.source).name)
     trace = concat_traces(traces)
     topts = resolve_steps(trace, opts)
     proj = project(trace, str(topts.step_regex))
@@ -76,11 +102,43 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
         summary["ordering"] = check_ordering(trace, check.guard_kernels, topts, proj,
                                              stream_roles(trace, proj, topts),
                                              guard_range=check.guard_range, reference=ref)
-    elif check.preset:
-        ordering = _preset_check(trace, topts, proj, check.preset)
+    else:
+        ordering = _default_check(trace, topts, proj, check.preset)
         if ordering is not None:
             summary["ordering"] = ordering
     return summary
+
+
+def _default_check(trace: Trace, opts: Options, proj: Projection, preset: str | None
+                   ) -> dict | None:
+    """No guard named (spec/metrics.md, Ordering check verdicts): the routed experts' NVTX ranges
+    where the trace has any, and the preset's kernels (`preset`, else SERVER_PRESET); a preset
+    asked for is tried first. The first that decides (ok or hazard) answers; where neither
+    does, the first that ran, its reason naming the flag that would decide it."""
+    ranges = lambda: _range_check(trace, opts, proj)  # noqa: E731 - tried in either order
+    kernels = lambda: _preset_check(trace, opts, proj, preset or SERVER_PRESET)  # noqa: E731
+    ran = []
+    for attempt in ((kernels, ranges) if preset else (ranges, kernels)):
+        o = attempt()
+        if o is not None:
+            if o.get("verdict") in ("ok", "hazard"):
+                return o
+            ran.append(o)
+    return ran[0] if ran else None
+
+
+def _range_check(trace: Trace, opts: Options, proj: Projection) -> dict | None:
+    """The ordering check on the kernels launched inside the routed experts' ranges; None where
+    the trace has no such range or they hold no kernel of the steps."""
+    rx = re.compile(ROUTED_RANGES)
+    if not any(rx.search(n) for n in trace.range_name_counts):
+        return None
+    o = check_ordering(trace, None, opts, proj, stream_roles(trace, proj, opts),
+                       guard_range=ROUTED_RANGES)
+    if not o["guarded_kernels"]:
+        return None
+    o["default_guard"] = "routed-expert ranges"
+    return o
 
 
 def _kineto_named(p: str | os.PathLike) -> bool:

@@ -51,3 +51,9 @@ def guard_regex(preset: str | None, kernels: str | None) -> str | None:
     if kernels:
         parts.append(kernels)
     return "|".join(f"(?:{p})" for p in parts) or None
+
+
+# The NVTX ranges engines launch their routed experts in (vLLM's and SGLang's model code, this
+# project's decode benchmark): guarded by default, where a trace has any, when no guard is named.
+ROUTED_RANGES = r"(?i:routed[_. ]?experts?|moe[_.]routed|fused_moe)"
+

@@ -40,8 +40,9 @@ def verdict_reason(res: dict) -> str:
                 "flight were ordered after it by a stream wait")
     if not res["guarded_kernels"]:
         what = " or ".join(f"{k} {res[k]!r}" for k in ("guarded_regex", "guard_range") if res.get(k))
-        return (f"no kernel in the steps matched {what}: check the names in the kernel table "
-                "and extend the regex (--guard-kernels)")
+        return (f"no kernel in the steps matched {what}: name the guarded kernels with "
+                "--guard-kernels REGEX (the kernel table lists the names) or the NVTX range "
+                "they are launched in with --guard-range REGEX")
     if not res.get("sync_records"):
         if "kineto" in (res.get("producer") or ""):
             return ("the trace has no CUDA sync events, so stream waits cannot be checked: "
@@ -50,7 +51,7 @@ def verdict_reason(res: dict) -> str:
         return ("the trace has no stream-wait records (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION): "
                 "profile with nsys -t cuda")
     if res.get("graph_replay_kernels") and not res.get("reference_guarded_kernels"):
-        return ("the guarded kernels are CUDA graph replays, which carry no stream waits: launch "
-                "the same step eagerly inside eager_reference_step_<i> ranges in the same "
-                "trace, or pass an eager trace with --reference")
+        return ("the guarded kernels are CUDA graph replays, which carry no stream waits: pass "
+                "an eager trace of the same step with --reference FILE (or launch the step "
+                "eagerly inside eager_reference_step_<i> ranges in the same trace)")
     return "the trace cannot tell"

@@ -4,8 +4,10 @@ timeline, parsed the same way (a few at once per API process) and cached on disk
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
+from typing import Any, cast
 
 from collectors.traces import Options, TraceError
 from collectors.traces.analysis import project, step_regex_of, timeline
@@ -16,9 +18,10 @@ from collectors.traces.summary import TraceSummary
 
 from ..errors import Invalid, NotFound
 from ..sandbox import Sandbox, sandboxed
-from .storage import path_for, stored_format
+from .storage import path_for, stored_format, temp_name, timeline_path
 
 KERNELS_KEPT = 50
+NAME_KEPT = 1000  # characters of a stored name (a kernel's, a step's, a warning); more is cut
 TIMELINES_AT_ONCE = 2  # sandboxed timeline analyses at once in one API process
 _timelines = threading.BoundedSemaphore(TIMELINES_AT_ONCE)
 
@@ -69,7 +72,22 @@ def analyze_set(files: list[tuple[Path, str]], keep_in: Path | None = None,
         raise Invalid(_named(e, files), "body", code="bad_trace") from None
     summary["source"] = ", ".join(name for _, name in files)
     summary["kernels"] = summary["kernels"][:KERNELS_KEPT]
-    return summary
+    return cast(TraceSummary, cut_names(summary))
+
+
+def cut_names(value: Any) -> Any:
+    """`value` with every string (and mapping key) longer than NAME_KEPT characters cut there,
+    with a marker saying how long it was: a trace's names are the uploader's, and one name of
+    megabytes would make every answer that shows it megabytes."""
+    if isinstance(value, str):
+        if len(value) <= NAME_KEPT:
+            return value
+        return f"{value[:NAME_KEPT]}… [cut: {len(value):,} characters]"
+    if isinstance(value, dict):
+        return {cut_names(k): cut_names(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [cut_names(v) for v in value]
+    return value
 
 
 def _timeline(path: Path, filename: str, steps: int) -> dict:
@@ -85,7 +103,7 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int,
     """A trace's timeline of `steps` steps, parsed in a sandboxed process (at most
     TIMELINES_AT_ONCE at once here) at the request's CPU priority, not a job's (a page waits
     for it), and kept for the next request."""
-    cache = data_dir / "timelines" / f"{sha}-{steps}.json"
+    cache = timeline_path(data_dir, sha, steps)
     if cache.exists():
         return json.loads(cache.read_text())
     path = path_for(data_dir, sha)
@@ -98,5 +116,7 @@ def timeline_of(data_dir: Path, sha: str, filename: str, steps: int,
     except TraceError as e:
         raise Invalid(_named(e, [(path, filename)]), code="bad_trace") from None
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(data))
+    part = cache.with_name(temp_name(".timeline") + cache.name)  # whole, or not there
+    part.write_text(json.dumps(data))
+    os.replace(part, cache)
     return data

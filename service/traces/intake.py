@@ -18,7 +18,7 @@ from collectors.traces.load import sniff
 from collectors.traces.nsys_schema import connect as nsys_connect
 
 from ..errors import Invalid, TooLarge
-from .storage import stored_format
+from .storage import stored_format, temp_name, tmp_dir
 
 ALLOWED_SUFFIXES = (".sqlite", ".nsys-rep", ".json", ".json.gz", ".sqlite.gz", ".gz")
 SPILL_BYTES = 1 << 20  # an upload is hashed and written in a thread, a MiB at a time
@@ -64,9 +64,7 @@ async def receive(request: Request, data_dir: Path, limit: int, pace: Pace | Non
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise TooLarge(f"trace is larger than the {limit:,}-byte limit")
-    tmp_dir = data_dir / "tmp"
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+    fd, name = tempfile.mkstemp(dir=tmp_dir(data_dir), prefix=temp_name("upload"))
     h = hashlib.sha256()
     size = 0
     buf = bytearray()

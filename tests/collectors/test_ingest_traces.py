@@ -3,6 +3,7 @@ files of
 an engine's profiler folder become the run's trace set, in rank order, and how they travel."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 
@@ -16,9 +17,15 @@ from tests.conftest import DATA, H200
 CAPTURE = H200 / "engines" / "torch-joined-eager.json.gz"
 
 
+# the smallest Kineto trace: one kernel span
+ONE_EVENT = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+                              "ts": 1.0, "dur": 2.0}]}
+
+
 def _touch(d, *names):
     for n in names:
-        (d / n).write_bytes(b"x")
+        data = json.dumps(ONE_EVENT).encode()
+        (d / n).write_bytes(gzip.compress(data) if n.endswith(".gz") else data)
 
 
 def test_vllm_folder_in_rank_order(tmp_path):
@@ -112,3 +119,21 @@ def test_groups_of_a_record_follow_its_trace_groups():
         groups_of(rec, 2)
     with pytest.raises(ValueError, match=r"trace_groups\[0\]"):
         groups_of({"trace_groups": [{"files": 0}]}, 0)
+
+
+@pytest.mark.parametrize("body", [{"files": ["a.json"], "traceEvents_note": "x"}, [{"file": "a"}],
+                                  {"traceEvents": []},
+                                  {"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}])
+def test_a_file_without_trace_events_is_refused_before_anything_is_posted(tmp_path, capsys, body):
+    manifest = tmp_path / "MANIFEST.json"
+    manifest.write_text(json.dumps(body))
+    out = tmp_path / "rec.json"
+    rc = cli_main(["ingest", str(DATA / "engines" / "serve.json"), "--trace", str(manifest),
+                   "--no-detect", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 65 and not out.exists()
+    assert err[-1] == f"error: --trace {manifest}: no trace events (a JSON file without " \
+        "Kineto/Chrome trace events is not a trace)"
+    assert cli_main(["analyze", str(manifest), "--quiet"]) == 65
+    assert capsys.readouterr().err.strip() == f"error: {manifest}: no trace events (no kernel, " \
+        "copy, runtime call or range): not a trace"

@@ -225,6 +225,7 @@ def test_a_skipped_event_of_odd_type_leaves_the_document_to_the_usual_path(tmp_p
     assert got == _columns(load_kineto(path)) and got["ops.start_ns"] == [2000]
 
 
+@pytest.mark.serial
 def test_no_input_stalls_it():
     """Nesting far past its depth, a long string, and many distinct names: each answered at
     once, in time linear in the input."""

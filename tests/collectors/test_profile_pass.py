@@ -67,6 +67,7 @@ def _group_members(pgid: int) -> list[int]:
     return out
 
 
+@pytest.mark.serial
 def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path, monkeypatch):
     from collectors.bench import decode
     from collectors.profile import watchdog
