@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Error rates of the gate, measured by resampling real H200 noise blocks (spec/api.md v1.2).
+"""Error rates of the gate, measured by resampling real H200 noise blocks (spec/api.md).
 
 data/h200/noise/<mode>/ holds separate processes ("blocks") of 5 trials each: A/A blocks of the
 same code and blocks with a planted slowdown of about 1% and 3%. A resampled run is one block,
@@ -117,7 +117,7 @@ def looks_row(b: dict[str, list[list[float]]], kind: str, pairs: int, max_pairs:
               threshold: float, rng: random.Random, resamples: int, cv: float
               ) -> tuple[dict[str, int], dict[str, int]]:
     """Sequential experiments: stop at the first decided look (at alpha/looks); the final
-    verdict judged at alpha/looks and, as before v1.2, at full alpha."""
+    verdict judged at alpha/looks and, as the earlier rule did, at full alpha."""
     aa, boot = b["aa"], sampler(rng, cv)
     looks = max_pairs - pairs + 1
     level = look_alpha(ALPHA, looks)
@@ -245,7 +245,8 @@ def main() -> int:
     looks = args.max_pairs - args.pairs + 1
     print(f"\n3. alpha and looks: --pairs {args.pairs} --until-decided --max-pairs "
           f"{args.max_pairs} ({looks} looks, each at alpha/{looks} = {look_alpha(ALPHA, looks):.4g}); "
-          "the verdict at the stop judged at alpha/looks (v1.2) and at full alpha (before)\n")
+          "the verdict at the stop judged at alpha/looks (the rule) and at full alpha "
+          "(the earlier rule)\n")
     print(f"{'case':<10} {'arms':<9} {'judged at':<12} {'regress':>8} {'pass':>7} {'inconcl':>8} "
           f"{'improve':>8}")
     for name, mode, cv in cases:

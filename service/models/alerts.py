@@ -18,8 +18,8 @@ from .base import NAME, Base
 
 
 class Alert(Base):
-    """A change point of a series' default-branch history in the worse direction (spec/api.md
-    v1.1, "Alerts"): raised once, identified by series, metric and first bad run."""
+    """A change point of a series' default-branch history in the worse direction (spec/api.md,
+    "Alerts"): raised once, identified by series, metric and first bad run."""
 
     __tablename__ = "alerts"
     __table_args__ = (UniqueConstraint("series_id", "metric", "run_id", name="uq_alert_change"),

@@ -10,7 +10,7 @@ from pydantic import (
 
 
 class AlertOut(BaseModel):
-    """An alert (spec/api.md v1.1, "Alerts"): a change point of a default-branch series in the
+    """An alert (spec/api.md, "Alerts"): a change point of a default-branch series in the
     metric's worse direction, between the last good run (`good_run_id`, `good_commit`) and the
     first bad run (`run_id`, `commit`)."""
 

@@ -10,19 +10,25 @@ log of the run means, transformed back, so an interval never reaches -100%. The 
 
 Runs are the unit, with trials nested in them; trials are never the unit (spec/api.md, Few baseline
 runs):
-- the run-to-run spread comes from the baseline's runs when it has >= 3, floored by the
-  within-run noise of a run mean (so three lucky runs cannot make the gate overconfident);
-  one candidate run: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t
-  on run means (Welch-Satterthwaite df);
-- else from the series' history (run means of >= MIN_HISTORY runs, given by the caller): that
-  spread for both sides, t with (history runs - 1) df, `spread_from = "history"`; when the
-  candidate's own runs spread wider, theirs for both sides, t with (candidate runs - 1) df,
-  `spread_from = "candidate"` (the spread is max(history, candidate), never narrower than the
-  candidate shows);
-- else no test: inconclusive, asking for the baseline runs that are missing.
-- fewer than 3 samples on a side: no test.
+- for a baseline of fewer than MIN_BASELINE_RUNS runs with a history of the series (run means
+  of >= MIN_HISTORY runs besides the compared ones, given by the caller; its levels and its
+  own outliers taken out, stats/robust.py), the run-to-run spread is
+  pooled from the history's runs, the baseline's and the candidate's, t with their summed
+  degrees of freedom, `spread_from = "history"`: the spread holds the clock modes the series
+  has shown, and more runs on either side never give less power;
+- from the baseline's runs when it has >= 3, floored by the within-run noise of a run
+  mean (so three lucky runs cannot make the gate overconfident); one candidate run: a
+  prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t on run means
+  (Welch-Satterthwaite df);
+- else no test: inconclusive with the change alone, asking for the runs that are missing
+  (one run a side says `n=1: no interval`);
+- fewer than 3 samples on a side and no history: no test.
+- a baseline run far outside the history (robust z, stats/robust.py) is named, and the
+  comparison is also assessed without it (`without`: the other baseline runs, or the history's
+  median level where it was the only one), so it cannot make a pass or an improvement alone.
 - exact metrics (KV-cache capacity): compared run by run with the baseline's typical value (the
-  median of its runs), no statistics.
+  median of its runs), no statistics; a change within the metric's threshold, or within the
+  values the baseline's own runs produced, is not a change (allocator granularity).
 """
 from __future__ import annotations
 
@@ -32,6 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from collectors.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
+
+from .robust import Yardstick, far_outside, pooled_sd, yardstick
 
 MIN_BASELINE_RUNS = 3  # runs of a baseline that give the run-to-run spread by themselves
 MIN_HISTORY = 5  # history runs that may stand in for them
@@ -73,6 +83,10 @@ class Assessment:
     spread_from: str | None = None  # "baseline", "history" or "candidate": where the spread came from
     spread_runs: int | None = None  # how many runs it came from
     better_bound_pct: float | None = None  # one-sided 1-alpha bound on the better side
+    diff: float | None = None  # the difference on the analysis scale (log or relative)
+    log_scale: bool = True
+    outliers: tuple[str, ...] = ()  # baseline runs far outside the series' history, named
+    without: Assessment | None = None  # the comparison without those runs
 
     @property
     def worse(self) -> bool | None:
@@ -96,17 +110,29 @@ def fmt_value(v: float) -> str:
 
 
 def _exact(b: Side, c: Side, base, cand, higher: bool,
-           candidate_ids: Sequence[int] = ()) -> Assessment:
+           candidate_ids: Sequence[int] = (), threshold_pct: float = 0.0) -> Assessment:
     """Run by run: each candidate run's value (the median of its samples) against the
-    baseline's typical value (the median of its runs' values). Any candidate run on the worse
-    side of it is a drop, named by run; every run on the better side is an improvement; else
-    a pass."""
+    baseline's typical value (the median of its runs' values). A candidate run is a drop, named
+    by run, when it is worse than every value the baseline's runs produced AND further from the
+    typical value than `threshold_pct` (the allocator's granularity: two leases of one code
+    differ by a few blocks) and further than that from every value the baseline's own runs
+    produced; every run better by the same rule is an improvement; else a pass. The
+    baseline's worst run is never the reference: a value between it and the typical one is a
+    drop unless it matches one the baseline produced."""
     typical = float(np.median([np.median(r) for r in base if len(r)]))
+    seen = [float(np.median(r)) for r in base if len(r)]
     values = [float(np.median(r)) for r in cand if len(r)]
     names = [f"run {i}" for i in candidate_ids] if len(candidate_ids) == len(values) else \
         [f"candidate run {j + 1}" for j in range(len(values))]
-    worse = [(n, v) for n, v in zip(names, values) if (v < typical) == higher and v != typical]
-    better = [(n, v) for n, v in zip(names, values) if (v > typical) == higher and v != typical]
+    tol = abs(typical) * threshold_pct / 100.0
+
+    def moved(v: float, down: bool) -> bool:
+        """Past the tolerance from the typical value and from every value the baseline made."""
+        return (v < typical if down else v > typical) and \
+            all(abs(v - x) > tol for x in [typical, *seen] if x != v) and v not in seen
+
+    worse = [(n, v) for n, v in zip(names, values) if moved(v, higher)]
+    better = [(n, v) for n, v in zip(names, values) if moved(v, not higher)]
     of = f"the baseline's typical {fmt_value(typical)} (median of {b.runs} run" \
          f"{'s' if b.runs != 1 else ''})"
     worst = (min if higher else max)(values)
@@ -115,19 +141,22 @@ def _exact(b: Side, c: Side, base, cand, higher: bool,
     def listed(rows: list[tuple[str, float]]) -> str:
         return ", ".join(f"{n} at {fmt_value(v)} ({v - typical:+,.0f})" for n, v in rows)
 
+    within = f"within {threshold_pct:g}% of it or of a value the baseline's runs produced" \
+        if tol else "at a value the baseline's runs produced"
     if worse:
-        verdict = "regression"
+        verdict = REGRESSION
         note = f"{len(worse)} of {len(values)} candidate run{'s' if len(values) != 1 else ''} " \
-               f"{'below' if higher else 'above'} {of}: {listed(worse)}"
+               f"{'below' if higher else 'above'} {of}, by more than {threshold_pct:g}% from it " \
+               f"and from every baseline run's value: {listed(worse)}"
     elif better and len(better) == len(values):
         best = (max if higher else min)(values)
         delta = 100.0 * (best - typical) / typical if typical else None
-        verdict = "improvement"
+        verdict = IMPROVEMENT
         note = f"every candidate run {'above' if higher else 'below'} {of}: {listed(better)}"
     else:
-        verdict = "pass"
-        note = f"unchanged at {fmt_value(typical)}" if not better else \
-            f"no candidate run {'below' if higher else 'above'} {of}"
+        verdict = PASS
+        note = f"unchanged at {fmt_value(typical)}" if values == [typical] * len(values) else \
+            f"every candidate run {within} ({of})"
     return Assessment(b, c, delta, delta, delta, delta, None, "exact", higher, note,
                       exact_verdict=verdict, k_runs=b.runs, m_runs=c.runs)
 
@@ -172,12 +201,21 @@ def no_spread_note(k: int, history_runs: int) -> str:
            f"{'s' if more != 1 else ''}"
 
 
-def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale: str
+def _spread(yb: np.ndarray, yc: np.ndarray, yh: Yardstick, floor: float, scale: str
             ) -> tuple[str, int, float, float, float, float, str] | None:
-    """Where the run-to-run spread comes from (spec/api.md, Few baseline runs): the baseline's
-    runs (>= MIN_BASELINE_RUNS), else the series' history (>= MIN_HISTORY run means), else
-    nowhere (None). Returns (from, runs, sd_base, sd_cand, se, df, method)."""
+    """Where the run-to-run spread comes from (module docstring): for a baseline of fewer than
+    MIN_BASELINE_RUNS runs, the series' history pooled with both sides' runs (>= MIN_HISTORY
+    history runs, its outliers already left out); else the baseline's runs; else nowhere. Returns (from, runs,
+    sd_base, sd_cand, se, df, method)."""
     k, m = yb.size, yc.size
+    if yh.runs >= MIN_HISTORY and k < MIN_BASELINE_RUNS:
+        sd, df = pooled_sd(yh, [yb, yc])
+        sd = max(sd, floor)
+        own = [f"{n} {name} runs" for n, name in ((k, "baseline"), (m, "candidate")) if n > 1]
+        pooled = f" pooled with the {' and '.join(own)}" if own else ""
+        return ("history", yh.runs, sd, sd, sd * math.sqrt(1 / k + 1 / m), df,
+                f"t on {scale} ({k} vs {m} runs), run-to-run spread from {yh.runs} runs of "
+                f"the series' history{pooled} ({df:g} df)")
     if k >= MIN_BASELINE_RUNS:
         sd_b = max(float(yb.std(ddof=1)), floor)
         if m == 1:
@@ -187,42 +225,53 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: np.ndarray, floor: float, scale:
         vb, vc = sd_b ** 2 / k, sd_c ** 2 / m
         return ("baseline", k, sd_b, sd_c, math.sqrt(vb + vc), _welch_df(vb, vc, k, m),
                 f"Welch t-test on {scale} ({k} vs {m} runs)")
-    if yh.size >= MIN_HISTORY:
-        sd = max(float(yh.std(ddof=1)), floor)
-        sd_c = float(yc.std(ddof=1)) if m > 1 else 0.0
-        if sd_c > sd:  # never narrower than the candidate's own runs show
-            return ("candidate", m, sd_c, sd_c, sd_c * math.sqrt(1 / k + 1 / m), float(m - 1),
-                    f"t on {scale} ({k} vs {m} runs), run-to-run spread from the {m} candidate "
-                    f"runs, wider than the {yh.size} runs of the series' history ({m - 1} df)")
-        return ("history", int(yh.size), sd, sd, sd * math.sqrt(1 / k + 1 / m),
-                float(yh.size - 1),
-                f"t on {scale} ({k} vs {m} runs), run-to-run spread from {yh.size} runs of "
-                f"the series' history ({yh.size - 1} df)")
     return None
+
+
+def _outliers(yb: np.ndarray, yh: Yardstick, ids: Sequence[int]
+              ) -> list[tuple[int, str, float]]:
+    """(index, name, nearest level) of each run of a baseline of fewer than MIN_BASELINE_RUNS
+    runs that is far outside the series' history (more runs make their own level)."""
+    if yh.runs < MIN_HISTORY or yb.size >= MIN_BASELINE_RUNS:
+        return []
+    return [(i, f"{f'run {ids[i]}' if len(ids) == yb.size else f'baseline run {i + 1}'} "
+                f"(robust z {z:+.1f} against {yh.runs} history runs)", level)
+            for i, z, level in far_outside(yb, yh)]
+
+
+def _no_test(b: Side, c: Side, higher: bool, k: int, m: int, hist_runs: int,
+             delta: float | None) -> Assessment:
+    """No interval: the change alone, with what is missing (`n=1: no interval` where a side
+    has one run)."""
+    if b.n < 3 or c.n < 3:
+        short = [f"{name} has {s.n}" for name, s in (("baseline", b), ("candidate", c)) if s.n < 3]
+        note = f"fewer than three samples on a side ({', '.join(short)}) and no history of " \
+               f"{MIN_HISTORY} runs; collect at least {3 - min(b.n, c.n)} more trial(s)"
+    else:
+        note = no_spread_note(k, hist_runs)
+    if min(k, m) == 1:
+        note = f"n=1: no interval ({k} vs {m} runs); {note}"
+    return Assessment(b, c, delta, None, None, None, None, "none", higher, note, k_runs=k,
+                      m_runs=m, runs_known=False)
 
 
 def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], direction: str,
            exact: bool = False, alpha: float = 0.05, history: Sequence[float] = (),
-           candidate_ids: Sequence[int] = ()) -> Assessment:
+           candidate_ids: Sequence[int] = (), threshold_pct: float = 0.0,
+           baseline_ids: Sequence[int] = ()) -> Assessment:
     """Baseline runs vs candidate runs (each run a list of its trials) for one metric;
-    `history`: run means of the series' history, the spread used when the baseline has fewer
-    than MIN_BASELINE_RUNS runs; `candidate_ids`: the candidate runs' ids, named by an exact
-    metric's reason."""
+    `history`: run means of the series' history besides these runs; `candidate_ids` and
+    `baseline_ids`: the runs' ids, for the reasons; `threshold_pct`: an exact metric's
+    tolerance."""
     b, c = side(base), side(cand)
     higher = direction == "higher"
     k, m = len(base), len(cand)
     if exact:
-        return _exact(b, c, base, cand, higher, candidate_ids)
-    if b.n < 3 or c.n < 3:
-        short = [f"{name} has {s.n}" for name, s in (("baseline", b), ("candidate", c)) if s.n < 3]
+        return _exact(b, c, base, cand, higher, candidate_ids, threshold_pct)
+    if not b.n or not c.n or b.mean is None or c.mean is None or b.mean == 0:
         return Assessment(b, c, None, None, None, None, None, "none", higher,
-                          f"fewer than three samples on a side ({', '.join(short)}); collect at "
-                          f"least {3 - min(b.n, c.n)} more trial(s)", k_runs=k, m_runs=m,
-                          runs_known=False)
-    assert b.mean is not None and c.mean is not None
-    if b.mean == 0:
-        return Assessment(b, c, None, None, None, None, None, "none", higher,
-                          "the baseline mean is zero", k_runs=k, m_runs=m, runs_known=False)
+                          "the baseline mean is zero" if b.mean == 0 else "a side has no sample",
+                          k_runs=k, m_runs=m, runs_known=False)
     center = abs(b.mean)
     delta = 100.0 * (c.mean - b.mean) / center
     bmeans = np.array([np.mean(r) for r in base], dtype=float)
@@ -232,11 +281,11 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
     yb, yc = _to_scale(bmeans, center, log), _to_scale(cmeans, center, log)
     floor = _within_floor(list(base) + list(cand), center, log)
     scale = "log run means" if log else "run means"
-    sp = _spread(yb, yc, _to_scale(hist, center, log), floor, scale)
+    yh = yardstick(_to_scale(hist, center, log), floor)
+    sp = _spread(yb, yc, yh, floor, scale) if min(b.n, c.n) >= 3 or yh.runs >= MIN_HISTORY \
+        else None
     if sp is None:
-        return Assessment(b, c, delta, None, None, None, None, "none", higher,
-                          no_spread_note(k, int(hist.size)), k_runs=k, m_runs=m,
-                          runs_known=False)
+        return _no_test(b, c, higher, k, m, int(hist.size), delta)
     spread_from, spread_runs, sd_b, sd_c, se, df, method = sp
     d = float(yc.mean() - yb.mean())
     if se == 0:
@@ -248,10 +297,21 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
         half1 = float(stats.t.ppf(1 - alpha, df)) * se
     bound = _back(d - half1, log) if higher else _back(d + half1, log)
     better = _back(d + half1, log) if higher else _back(d - half1, log)
+    out = _outliers(yb, yh, baseline_ids)
+    without = None
+    if out:  # without them: the other baseline runs, else the history level nearest them
+        drop = {i for i, _, _ in out}
+        kept = [r for i, r in enumerate(base) if i not in drop]
+        near = out[0][2]
+        level = float(np.exp(near) if log else near * center)
+        without = assess(kept or [[level]], cand, direction, False, alpha, history,
+                         candidate_ids, threshold_pct,
+                         [x for i, x in enumerate(baseline_ids) if i not in drop])
     return Assessment(b, c, delta, _back(d - half2, log), _back(d + half2, log), bound, p,
                       method, higher, se_pct=100.0 * se, df=df, k_runs=k, m_runs=m,
                       sd_base_pct=100.0 * sd_b, sd_cand_pct=100.0 * sd_c, runs_known=True,
-                      spread_from=spread_from, spread_runs=spread_runs, better_bound_pct=better)
+                      spread_from=spread_from, spread_runs=spread_runs, better_bound_pct=better,
+                      diff=d, log_scale=log, outliers=tuple(n for _, n, _ in out), without=without)
 
 
 def _se_after(a: Assessment, more: int) -> float:
@@ -289,7 +349,7 @@ def runs_to_settle(a: Assessment, threshold_pct: float, alpha: float = 0.05) -> 
 
 
 def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
-           alpha: float = 0.05) -> tuple[str, str]:
+           alpha: float = 0.05, p_past: float | None = None) -> tuple[str, str]:
     """(verdict, reason), in the order of spec/api.md: regression, improvement, pass
     (non-inferiority: the worse-side bound within the threshold), inconclusive. `alpha` is the
     level in use (alpha / looks for a sequential experiment): the test and the bounds move
@@ -300,33 +360,40 @@ def decide(a: Assessment, threshold_pct: float, p_adjusted: float | None,
     change, the worse-side bound of a better one) is past the threshold, and the change is
     significant against no change after the correction (adjusted p < alpha). An estimate past
     the threshold whose bound is not stays inconclusive (docs/statistics.md has the error rates
-    that chose this rule)."""
+    that chose this rule). `p_past`: the one-sided p-value of "past the threshold" adjusted
+    over the request's family (stats/gate.py); given, a regression or improvement also needs
+    it below alpha."""
     if a.exact_verdict:
         return a.exact_verdict, a.note
     if a.delta_pct is None or a.p_value is None or a.bound_pct is None:
-        return "inconclusive", a.note
+        return INCONCLUSIVE, a.note
     two = one = level_pct(alpha)
     change = f"{a.delta_pct:+.2f}% ({two} CI {a.ci_low_pct:+.2f}% to {a.ci_high_pct:+.2f}%)"
     beyond = abs(a.delta_pct) > threshold_pct
     significant = p_adjusted is not None and p_adjusted < alpha
     near = a.bound_pct if not a.worse else a.better_bound_pct  # the bound nearest no change
     past = near is not None and abs(near) > threshold_pct and (near < 0) == (a.delta_pct < 0)
-    if past and significant:
-        kind = "regression" if a.worse else "improvement"
+    held = p_past is not None and p_past >= alpha  # past alone, not after the family's correction
+    if past and significant and not held:
+        kind = REGRESSION if a.worse else IMPROVEMENT
         return kind, (f"{change}: its one-sided {one} bound nearest no change, {near:+.2f}%, is "
                       f"past the {threshold_pct:g}% threshold, and the change is significant "
-                      f"against none (adjusted p={p_adjusted:.2g}, alpha {alpha:.4g})")
+                      f"against none (adjusted p={p_adjusted:.2g}, alpha {alpha:.4g})" +
+                      (f"; past the threshold after the correction over the request "
+                       f"(p={p_past:.2g})" if p_past is not None else ""))
     within_bound = a.bound_pct >= -threshold_pct if a.higher_is_better else a.bound_pct <= threshold_pct
     if within_bound and a.runs_known:
-        return "pass", (f"{change}; the one-sided {one} bound {a.bound_pct:+.2f}% rules out a "
+        return PASS, (f"{change}; the one-sided {one} bound {a.bound_pct:+.2f}% rules out a "
                         f"regression of {threshold_pct:g}%")
     settle = runs_to_settle(a, threshold_pct, alpha)
     if beyond:
         why = (f"the estimate is past the {threshold_pct:g}% threshold but its one-sided {one} "
                f"bound nearest no change, {near:+.2f}%, is not" if near is not None and
-               not past else f"past the {threshold_pct:g}% threshold but not significant")
+               not past else f"past the {threshold_pct:g}% threshold but not after the "
+               f"correction over the request (p={p_past:.2g})" if held and p_past is not None
+               else f"past the {threshold_pct:g}% threshold but not significant")
         why += f" (adjusted p={p_adjusted:.2g})" if p_adjusted is not None else " (not tested)"
     else:
         why = (f"the one-sided {one} bound {a.bound_pct:+.2f}% does not rule out a regression of "
                f"{threshold_pct:g}%")
-    return "inconclusive", f"{change}: {why}; {settle}"
+    return INCONCLUSIVE, f"{change}: {why}; {settle}"

@@ -3,13 +3,13 @@ out; the use case (service/usecases/history.py) reads the runs."""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import ruptures
 from scipy import stats
+from scipy.ndimage import median_filter
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class ChangePoint:
     before_mean: float  # the reference level it is compared with
     after_mean: float  # the segment's level
     delta_pct: float  # 100 * (after - before) / before
+    continues: bool = False  # the reference segment already trended this way: one drift, no new alert
 
 
 def penalty_for(n: int) -> float:
@@ -25,17 +26,41 @@ def penalty_for(n: int) -> float:
     return 3.0 * math.log(max(n, 2))
 
 
+def diff_scale(values: Sequence[float]) -> float:
+    """The robust scale of successive differences (robust to the steps themselves): 0 where
+    most runs repeat their predecessor exactly."""
+    diffs = np.abs(np.diff(np.asarray(values, dtype=float)))
+    return 1.4826 * float(np.median(diffs)) / math.sqrt(2) if diffs.size else 0.0
+
+
 def scale_of(values: Sequence[float]) -> float:
-    """The run-to-run noise scale PELT's signal is divided by: the MAD of successive
-    differences (robust to the steps themselves), else the standard deviation, else 1."""
+    """The run-to-run noise scale PELT's signal is divided by: `diff_scale`, else the standard
+    deviation, else 1."""
+    scale = diff_scale(values)
+    return scale if scale > 0 else (float(np.std(np.asarray(values, dtype=float))) or 1.0)
+
+
+OUTLIER_Z = 3.5  # a run this many noise scales from its neighbours' median is an outlier
+NEIGHBOURS = 7  # the running median's window: it follows a step, and outlasts 3 outliers in it
+
+
+def tamed(values: Sequence[float], scale: float | None = None) -> np.ndarray:
+    """The runs with each outlier (further than OUTLIER_Z noise scales from the running median
+    of the NEIGHBOURS runs about it, scipy) replaced by that median: a crashed or throttled
+    process, or a blip of a run or two, is no level of its own, and a step (which the running
+    median follows) stays whole."""
     x = np.asarray(values, dtype=float)
-    diffs = np.abs(np.diff(x))
-    scale = 1.4826 * float(np.median(diffs)) / math.sqrt(2) if diffs.size else 0.0
-    return scale if scale > 0 else (float(np.std(x)) or 1.0)
+    if x.size < NEIGHBOURS:
+        return x
+    sc = scale if scale is not None else scale_of(values)
+    local = median_filter(x, size=NEIGHBOURS, mode="mirror")
+    return np.where(np.abs(x - local) > OUTLIER_Z * sc, local, x)
 
 
 MIN_SEGMENT = 3  # runs a level needs: PELT's smallest segment, and the newest is judged at this
-SEGMENT_ALPHA = 0.01  # a segment's level differs from the reference's at this level (Welch)
+SEGMENT_ALPHA = 0.01  # a segment's level is past the threshold from the reference's at this level
+TREND_ALPHA = 0.05  # the runs since a change point trend on (merging into one episode never hides one)
+NEWEST_ALPHA = 0.001  # the newest segment, still growing, at this one: an alert once delivered stays
 CONFIRM_RUNS = MIN_SEGMENT
 
 
@@ -57,38 +82,74 @@ def segments(values: Sequence[float], penalty: float | None = None,
     return [(s, e) for s, e in zip(starts, starts[1:] + [n])]
 
 
-def differs(segment: np.ndarray, reference: np.ndarray | float) -> bool:
-    """The segment's own test: Welch's t-test of its runs against the reference segment's runs
-    (a one-sample t-test against a stored reference level), at SEGMENT_ALPHA. Runs without any
-    spread differ exactly when their levels do."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # identical runs: scipy warns, p is exact
-        if isinstance(reference, np.ndarray):
-            p = stats.ttest_ind(segment, reference, equal_var=False).pvalue
-        else:
-            p = stats.ttest_1samp(segment, reference).pvalue
-    return bool(np.isfinite(p) and p < SEGMENT_ALPHA)
+def trending(runs: np.ndarray, down: bool) -> bool:
+    """The runs of a segment trend one way (a drift): the least-squares slope over their order
+    (scipy.stats.linregress) has that sign and its two-sided p is below TREND_ALPHA."""
+    if runs.size < 2 * MIN_SEGMENT or float(np.ptp(runs)) == 0:
+        return False
+    fit = stats.linregress(np.arange(runs.size), runs)
+    return bool((fit.slope < 0) == down and fit.pvalue < TREND_ALPHA)
+
+
+def past_threshold(segment: np.ndarray, reference: np.ndarray | float, threshold_pct: float,
+                   scale: float, scale_df: int, alpha: float = SEGMENT_ALPHA) -> bool:
+    """The segment's level is past the threshold from the reference with its interval: the
+    one-sided test of "the level moved by more than the threshold" (H0: within it) rejects at
+    `alpha`. Welch's t: each segment's variance from its own runs, or the history's robust
+    noise `scale` (with its `scale_df`) where that is wider, so a few runs that happen to agree
+    are never trusted past the history's noise; a stored reference level adds none."""
+    ref = reference if isinstance(reference, np.ndarray) else np.array([reference])
+    level, ref_level = float(np.mean(segment)), float(np.mean(ref))
+    limit = abs(ref_level) * threshold_pct / 100.0
+    parts = []  # (variance of the mean, its degrees of freedom)
+    for g in (segment, ref) if isinstance(reference, np.ndarray) else (segment,):
+        own = float(np.var(g, ddof=1)) if g.size > 1 else 0.0
+        parts.append((own / g.size, g.size - 1) if own > scale ** 2 else
+                     (scale ** 2 / g.size, max(scale_df, 1)))
+    var = sum(v for v, _ in parts)
+    if var == 0:
+        return abs(level - ref_level) > limit
+    df = var ** 2 / sum(v ** 2 / d for v, d in parts)
+    p = float(stats.t.sf((abs(level - ref_level) - limit) / math.sqrt(var), df))
+    return p < alpha
+
+
+def _within(x: np.ndarray, segs: list[tuple[int, int]]) -> float:
+    """The standard deviation of the runs about their own segment's mean."""
+    df = x.size - len(segs)
+    if df <= 0:
+        return 0.0
+    return math.sqrt(sum(float(np.sum((x[s:e] - x[s:e].mean()) ** 2)) for s, e in segs) / df)
 
 
 def change_points(values: Sequence[float], threshold_pct: float, direction: str | None = None,
                   penalty: float | None = None, reference: float | None = None,
-                  scale: float | None = None) -> list[ChangePoint]:
-    """THE change-detection rule, for the alerts and the dashboard alike (spec/api.md,
-    Change points add up). The history is cut into segments (PELT, at least MIN_SEGMENT runs each);
-    each
+                  scale: float | None = None, after_change: bool = False) -> list[ChangePoint]:
+    """THE change-detection rule, for the alerts and the dashboard alike (spec/api.md, Change points
+    add up). The history is cut into segments (PELT, at least MIN_SEGMENT runs each); each
     segment's level is compared with the reference level (the first segment's, then the level
     of the last change point); a segment is a change point when its level is past the threshold
-    from the reference AND its runs differ from the reference segment's by their own test
-    (`differs`). A change point moves the reference both ways: a recovery resets it, so a
-    regression after a fix is seen again. `direction` ("higher"/"lower" is better) only filters
-    what is returned (alerts: the worse moves); None returns both, so the dashboard's change
-    points are the alerts' plus the recoveries. A staircase of small steps is one change point
-    once the steps add up; a blip shorter than MIN_SEGMENT runs is never a segment of its own,
-    so it neither alerts nor moves the reference. The newest segment is judged once it holds
-    CONFIRM_RUNS runs. `reference`: the reference level of runs before `values` (a stored
-    state); then every segment is judged against that number."""
-    x = np.asarray(values, dtype=float)
-    segs = segments(values, penalty, scale)
+    from the reference with its interval (`past_threshold`: a level inside the threshold, or
+    one whose few runs cannot tell, never alerts). A change point moves the reference both
+    ways: a recovery resets it, so a regression after a fix is seen again. `direction`
+    ("higher"/"lower" is better) only filters what is returned (alerts: the worse moves); None
+    returns both, so the dashboard's change points are the alerts' plus the recoveries. A
+    staircase of small steps is one change point once the steps add up; a blip shorter than
+    MIN_SEGMENT runs is never a segment of its own, so it neither alerts nor moves the
+    reference; an outlying run is first pulled in to its neighbours (`tamed`), so it cannot
+    make a level either. A change point that follows another (`after_change`: the part given
+    starts at one) whose runs since that one are few (under 2 * MIN_SEGMENT) or trend its way
+    continues a drift (`continues`: it moves the reference and raises no alert of its own, one
+    alert per episode). The newest segment, still growing, is judged at NEWEST_ALPHA, so an
+    alert once delivered is rarely withdrawn. It is judged once it holds CONFIRM_RUNS runs.
+    `reference`: the reference level of runs before `values` (a stored state); then every
+    segment is judged against that number."""
+    pelt = scale if scale is not None else scale_of(values)
+    x = tamed(values, pelt)
+    segs = segments(list(x), penalty, pelt)
+    # the noise a level is judged with: successive differences, and the runs' spread about
+    # their own levels (clock modes, which successive differences miss)
+    noise = max(scale if scale is not None else diff_scale(values), _within(x, segs))
     if len(segs) < (1 if reference is not None else 2):
         return []
     ref_runs: np.ndarray | float
@@ -97,7 +158,8 @@ def change_points(values: Sequence[float], threshold_pct: float, direction: str 
     else:
         ref_runs = x[segs[0][0]:segs[0][1]]
         ref = float(np.mean(ref_runs))
-    out = []
+    out: list[ChangePoint] = []
+    since = segs[0][0]
     for start, end in segs[1:] if reference is None else segs:
         if end == len(x) and end - start < CONFIRM_RUNS:
             break
@@ -107,9 +169,14 @@ def change_points(values: Sequence[float], threshold_pct: float, direction: str 
             ref, ref_runs = level, runs
             continue
         delta = 100.0 * (level - ref) / abs(ref)
-        if abs(delta) >= threshold_pct and differs(runs, ref_runs):
-            out.append(ChangePoint(start, ref, level, delta))
-            ref, ref_runs = level, runs
+        alpha = NEWEST_ALPHA if end == len(x) else SEGMENT_ALPHA
+        if abs(delta) >= threshold_pct and past_threshold(runs, ref_runs, threshold_pct, noise,
+                                                          len(x) - 1, alpha):
+            stretch = x[since:start]  # every run since the reference moved
+            drift = (bool(out) or after_change) and reference is None and \
+                (stretch.size < 2 * MIN_SEGMENT or trending(stretch, delta < 0))
+            out.append(ChangePoint(start, ref, level, delta, continues=drift))
+            ref, ref_runs, since = level, runs, start
     return out if direction is None else [c for c in out if is_worse(c, direction)]
 
 

@@ -171,8 +171,9 @@ def judge(session: Session, bench: history.BenchmarkRow, metric: str, series_id:
     penalty, scale = hstats.penalty_for(runs), hstats.scale_of(means)
     # every change point moves the reference (a recovery too); the worse ones raise alerts
     cps = [replace(c, index=c.index + start) for c in hstats.change_points(
-        means[start:], threshold_pct(metric), penalty=penalty, reference=reference, scale=scale)]
-    worse = [c for c in cps if hstats.is_worse(c, direction(metric))]
+        means[start:], threshold_pct(metric), penalty=penalty, reference=reference, scale=scale,
+        after_change=start > 0 and reference is None)]
+    worse = [c for c in cps if hstats.is_worse(c, direction(metric)) and not c.continues]
     new = raise_alerts(session, bench, metric, series_id, [w[0] for w in window], worse) \
         if worse else []
     if cps:  # the part starts at the reference segment, as in the full recompute

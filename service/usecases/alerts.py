@@ -1,4 +1,4 @@
-"""Alerts (spec/api.md v1.1, "Alerts"; History one rule and Change points add up): a new change
+"""Alerts (spec/api.md, "Alerts"; History one rule and Change points add up): a new change
 point of a series'
 default-branch history (the one history rule), in the metric's worse direction, measured from
 the reference level (so a staircase of small steps raises one alert once they add up), raises
@@ -21,6 +21,7 @@ from ..config import Settings
 from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
 from ..format import clean, md, md_comment, series_label
+from ..github import GitHub
 from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
@@ -159,7 +160,7 @@ def open_counts(session: Session) -> dict[int, int]:
 
 # --- delivery ------------------------------------------------------------------------------
 def payload(out: dict[str, Any]) -> dict[str, Any]:
-    """The webhook body (spec/api.md v1.1); numbers without float noise."""
+    """The webhook body (spec/api.md); numbers without float noise."""
     return clean({k: out[k] for k in ("benchmark", "series", "metric", "run_id", "commit", "before",
                                 "after", "delta_pct", "url")})
 
@@ -169,12 +170,15 @@ def marker(out: dict[str, Any]) -> str:
             f"metric={md_comment(out['metric'])} run={out['run_id']} -->")
 
 
-def open_issue(settings: Settings, out: dict[str, Any]) -> int:
-    from ..bot.github import GitHub
+TITLE_MAX = 256  # characters of a GitHub issue title
 
+
+def open_issue(settings: Settings, out: dict[str, Any]) -> int:
     token = settings.github_token.get_secret_value() if settings.github_token else ""
     title = " ".join(f"perfwarden: {out['metric']} {out['delta_pct']:+.2f}% on {out['benchmark']} "
                      f"({out['series']})".split())  # one line
+    if len(title) > TITLE_MAX:  # GitHub refuses a longer one
+        title = title[:TITLE_MAX - 1] + "…"
     lines = [marker(out), f"**{md(out['metric'])}** moved {out['delta_pct']:+.2f}% on the "
              f"{md(out['branch'], code=True)} history of **{md(out['benchmark'])}** "
              f"({md(out['series'])}): {out['before']:,.4g} -> {out['after']:,.4g}.", "",

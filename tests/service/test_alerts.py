@@ -487,3 +487,24 @@ def test_every_undelivered_open_alert_is_due_however_many_are_open(settings, rec
         no_issue = s_.model_copy(update={"alert_github_repo": ""})
         assert deliveries.due(sessions, no_issue) == [("webhook", ids[0])]
     app.state.engine.dispose()
+
+
+def test_the_issue_title_fits_github_and_data_links_nowhere(settings, receiver):
+    """A series label of data holding a bare URL and hundreds of characters: the alert's issue title
+    is cut to GitHub's 256 characters, and no URL of the data becomes a link in its body."""
+    evil = "https://evil.example/" + "x" * 179  # the longest value a record may hold
+    runs = history(series=2, runs=30, step_series=1, step_at=20)
+    for r in runs:
+        r["config"]["shared_experts"] = evil
+        r["hardware"]["gpu"] = "www.evil.example " + "G" * 183
+    app, TC = _app(settings, receiver)
+    with TC(app) as c:
+        assert c.post("/api/v1/runs/batch", json={"runs": runs}).status_code == 201
+        drain_jobs(app)
+        assert len(receiver.issues) == 1
+        issue = receiver.issues[0]
+        assert len(issue["title"]) <= 256 and issue["title"].endswith("…"), len(issue["title"])
+        assert issue["title"].startswith("perfwarden: tok_s -")
+        assert "evil.example" in issue["body"] and "https://evil" not in issue["body"]
+        assert "https:\u200b//evil.example" in issue["body"] and "www.evil" not in issue["body"]
+    app.state.engine.dispose()

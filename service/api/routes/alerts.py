@@ -1,4 +1,4 @@
-"""Alerts: change points of default-branch histories that reach people (spec/api.md v1.1)."""
+"""Alerts: change points of default-branch histories that reach people (spec/api.md)."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -9,12 +9,12 @@ from ...jobs import tasks
 from ...schemas import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
 from ...usecases import alerts, evaluations
 from ..deps import (
-    ERRORS,
     AdminAccess,
     ReadAccess,
     SessionDep,
     SessionsDep,
     WriteAccess,
+    errors,
 )
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
@@ -23,7 +23,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
 @router.get("/alerts", response_model=AlertList, dependencies=[ReadAccess],
-            responses=ERRORS)
+            responses=errors(401, 404, 422))
 def list_alerts(request: Request, session: SessionDep, benchmark: Str200 = None,
                 state: Str200 = None):
     """Alerts, newest first; filter by benchmark and state (open, acknowledged, closed)."""
@@ -32,14 +32,14 @@ def list_alerts(request: Request, session: SessionDep, benchmark: Str200 = None,
 
 
 @router.patch("/alerts/{alert_id}", response_model=AlertOut, dependencies=[WriteAccess],
-              responses=ERRORS)
+              responses=errors(400, 401, 403, 404, 413, 415, 422))
 def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: SessionDep):
     """Acknowledge or close an alert (or open it again)."""
     return alerts.set_state(session, alert_id, body.state, request.app.state.settings)
 
 
 @router.post("/alerts/evaluate", status_code=202, response_model=AlertEvaluationOut,
-             dependencies=[AdminAccess], responses=ERRORS)
+             dependencies=[AdminAccess], responses=errors(401, 403, 404, 422))
 def evaluate(request: Request, sessions: SessionsDep, benchmark: Str200 = None):
     """Judge the default-branch histories again, whole, as a durable job: `202` with the
     evaluation (`pending`); its progress at `GET /api/v1/alerts/evaluations/{id}`. New change
@@ -50,7 +50,7 @@ def evaluate(request: Request, sessions: SessionsDep, benchmark: Str200 = None):
 
 
 @router.get("/alerts/evaluations/{evaluation_id}", response_model=AlertEvaluationOut,
-            dependencies=[ReadAccess], responses=ERRORS)
+            dependencies=[ReadAccess], responses=errors(401, 404, 422))
 def evaluation(evaluation_id: Id, session: SessionDep):
     """A re-evaluation's state and progress (series judged of all, runs judged, alerts raised)."""
     return evaluations.show(session, evaluation_id)

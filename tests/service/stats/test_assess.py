@@ -132,8 +132,8 @@ def test_one_baseline_run_without_history_is_never_judged():
     for cand in ([100.0], [90.0]):
         a, (v, reason) = verdict(base, runs_around(cand))
         assert not a.runs_known and v == "inconclusive" and a.ci_low_pct is None
-        assert reason == ("the baseline has 1 run and the series no history: collect 2 more "
-                          "baseline runs")
+        assert reason == ("n=1: no interval (1 vs 1 runs); the baseline has 1 run and the series "
+                          "no history: collect 2 more baseline runs")
     a, (v, reason) = verdict(base, runs_around([90.0]), thr=0.5)
     a = assess(base, runs_around([90.0]), "higher", history=[100.0, 100.4, 99.6, 100.2])
     assert a.p_value is None and "only 4 history runs (at least 5" in a.note

@@ -1,0 +1,115 @@
+"""Where each benchmark stands: per series its baseline covers, the verdict of that series'
+newest default-branch run against the benchmark's newest baseline. Stored as a summary
+(usecases/summaries: the job that runs when runs arrive refreshes it) with the revision of the
+runs it covers and the baseline, branch and alpha it was judged with, so the index page reads
+one row per benchmark and runs no gate for a benchmark whose runs and baseline are unchanged."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from collectors.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
+
+from ..db import Session
+from ..errors import DomainError
+from ..evidence import evidence
+from ..format import series_label
+from ..repositories import baselines as baseline_repo
+from ..repositories import runs as runs_repo
+from ..repositories import summaries as summary_repo
+from ..repositories import views as views_repo
+from ..schemas import GateIn
+from . import verdicts
+from .history import default_branch
+
+VERDICTS = "verdicts"  # the summary kind
+METRIC = "tok_s"  # the metric the index judges
+ORDER = (REGRESSION, INCONCLUSIVE, IMPROVEMENT, PASS)
+
+
+def judged_with(b: Any, base: Any, alpha: float) -> dict[str, Any]:
+    """What a stored standing was judged against: a change to any of these makes it stale."""
+    return {"baseline_id": base.id, "baseline": base.name,
+            "baseline_at": runs_repo.utc(base.updated_at), "branch": default_branch(b),
+            "alpha": alpha, "fields": 2}  # the fields a verdict entry holds: a new set restales
+
+
+def current(row: Any, b: Any, base: Any, alpha: float, revision: tuple[int, int]) -> bool:
+    return row is not None and (row.runs, row.last_run_id) == revision and \
+        row.body.get("judged_with") == judged_with(b, base, alpha)
+
+
+def judge(session: Session, b: Any, count: int, base: Any, alpha: float
+          ) -> tuple[list[dict[str, Any]], str | None]:
+    """For each series the baseline covers, the verdict of that series' newest default-branch
+    run (one gate over all of them, never a run of an unrelated series), and why there is none,
+    said as it is."""
+    keys = runs_repo.run_keys(session, list(base.run_ids))
+    latest_runs = views_repo.latest_runs_per_series(session, b.id, {k[1] for k in keys.values()},
+                                                    default_branch(b))
+    cand = [r for r in latest_runs if r.id not in keys]
+    out: list[dict[str, Any]] = []
+    no_verdict = None
+    if cand:
+        try:
+            g = verdicts.gate(session, GateIn(benchmark=b.name, baseline=base.name,
+                                              run_ids=[r.id for r in cand]), alpha)
+        except DomainError as e:
+            g = None
+            no_verdict = f"no verdict: {e.message}"
+        by_series = {r.series_id: r for r in cand}
+        for m in g.metrics if g else []:
+            if m.name != METRIC or m.series_id not in by_series:
+                continue
+            out.append({"series": series_label(m.series), "verdict": m.verdict,
+                        "change": m.delta_pct, "run": by_series[m.series_id].id,
+                        "ci_low": m.ci_low_pct, "ci_high": m.ci_high_pct, "keys": m.series,
+                        "cause": evidence(g, m).text(code="") if g is not None else "",
+                        "reason": m.reason})
+    others = count - len(keys)  # runs the baseline does not hold
+    if not cand and others > 0:
+        no_verdict = (f"no newer {default_branch(b)} run in the baseline's series; "
+                      f"{others} other run{'s' if others != 1 else ''} in other series "
+                      "or branches")
+    elif cand and not out and no_verdict is None:
+        no_verdict = "newer runs, but no tok/s verdict for them"
+    return sorted(out, key=lambda v: (ORDER.index(v["verdict"]), v["series"])), no_verdict
+
+
+def body(session: Session, b: Any, base: Any, alpha: float, count: int) -> dict[str, Any]:
+    """The stored form: what it was judged with, the series verdicts, why there is none."""
+    series_verdicts, no_verdict = judge(session, b, count, base, alpha)
+    return {"judged_with": judged_with(b, base, alpha), "series_verdicts": series_verdicts,
+            "no_verdict": no_verdict}
+
+
+def refresh(session: Session, b: Any, base: Any, alpha: float, revision: tuple[int, int]
+            ) -> dict[str, Any]:
+    """Judge the benchmark now and store it (a reader that stored it first is kept)."""
+    out = body(session, b, base, alpha, revision[0])
+    summary_repo.put_once(session, b.id, VERDICTS, METRIC, revision, out,
+                          datetime.now(timezone.utc))
+    return out
+
+
+def for_job(session: Session, b: Any, alpha: float, revision: tuple[int, int]
+            ) -> dict[str, Any] | None:
+    """The summaries job's part: the benchmark's standing against its newest baseline (None
+    where it has none)."""
+    base = baseline_repo.newest(session, [b.id]).get(b.id)
+    return None if base is None else body(session, b, base, alpha, revision[0])
+
+
+def refresh_all(session: Session, alpha: float) -> int:
+    """Every benchmark's standing that is not current (seeding, a bulk load); returns how many
+    were judged."""
+    newest = views_repo.newest_baselines(session)
+    stored = summary_repo.every(session, (VERDICTS,), METRIC)
+    n = 0
+    for b in views_repo.overview(session):
+        base, revision = newest.get(b.id), (b.runs, b.last_run_id or 0)
+        if base is not None and not current(stored.get((b.id, VERDICTS)), b, base, alpha,
+                                            revision):
+            refresh(session, b, base, alpha, revision)
+            n += 1
+    return n
