@@ -8,8 +8,8 @@ import logging
 import threading
 
 from ..db import transaction
+from ..github import GitHub
 from ..usecases.prcomments import pr_verdict, record_comment
-from .github import GitHub
 from .markdown import marker, render, with_pending
 
 log = logging.getLogger("perfwarden.bot")

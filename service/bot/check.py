@@ -4,14 +4,16 @@ once, edited in place on every later report, so a repository can require it befo
 Where the token may not write checks (GitHub answers 403), a commit status of the same name."""
 from __future__ import annotations
 
+from collectors.verdicts import FAIL, INCONCLUSIVE, PASS, REGRESSION
+
+from ..github import GitHub, GitHubError
 from ..schemas import CompareOut
-from .github import GitHub, GitHubError
 from .markdown import compare_url, headline, kernel_table, reasons, verdict_table
 
-CONCLUSION = {"pass": "success", "fail": "failure", "inconclusive": "neutral"}
+CONCLUSION = {PASS: "success", FAIL: "failure", INCONCLUSIVE: "neutral"}
 # a commit status has no "neutral": an inconclusive verdict does not block, as a neutral check
 # does not, and its description says so
-STATE = {"pass": "success", "fail": "failure", "inconclusive": "success"}
+STATE = {PASS: "success", FAIL: "failure", INCONCLUSIVE: "success"}
 
 
 def check_name(benchmark: str) -> str:
@@ -19,8 +21,8 @@ def check_name(benchmark: str) -> str:
 
 
 def title(cmp: CompareOut) -> str:
-    bad = sum(m.verdict == "regression" for m in cmp.metrics)
-    unsure = sum(m.verdict == "inconclusive" for m in cmp.metrics)
+    bad = sum(m.verdict == REGRESSION for m in cmp.metrics)
+    unsure = sum(m.verdict == INCONCLUSIVE for m in cmp.metrics)
     n = len(cmp.metrics)
     tail = f"{bad} of {n} metric verdicts regressed" if bad else (
         f"{unsure} of {n} metric verdicts inconclusive" if unsure else

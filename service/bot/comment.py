@@ -10,9 +10,9 @@ from collectors.options import thresholds
 
 from ..cli.common import pending_evidence
 from ..format import md
+from ..github import GitHub, GitHubError
 from ..schemas import CompareOut, ExperimentOut, ExplainOut
 from .check import error_title, post_check, post_error_check
-from .github import GitHub, GitHubError
 from .markdown import append_step_summary, marker, render, with_pending
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
+from collectors.verdicts import FAIL, IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
+
 from ..format import hardware, interval, md, md_comment, num, pct, quantity, trace_rank
 from ..gate_view import GateView, view
 from ..schemas import CompareOut, GateOut
 
-ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "regression": "❌",
-        "improvement": "🚀"}
+ICON = {PASS: "✅", FAIL: "❌", INCONCLUSIVE: "⚠️", REGRESSION: "❌", IMPROVEMENT: "🚀"}
 NA = "–"
 
 
@@ -43,17 +44,24 @@ def verdict_table(cmp: GateOut) -> list[str]:
             md(quantity(m.candidate.mean, m.unit, missing=NA)),
             f"{m.baseline.n} ({m.baseline.runs}) / {m.candidate.n} ({m.candidate.runs})",
             f"{pct(m.delta_pct, NA)}{ci}", NA if exact else pct(m.bound_pct, NA),
-            f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"]
+            f"{m.threshold_pct:g}%", f"{ICON.get(m.verdict, '')} {m.verdict}"
+            + (" (muted: does not decide)" if m.muted else "")]
         lines.append("| " + " | ".join(cells) + " |")
         if row.evidence:
             lines.append(f"| ↳ evidence | {row.evidence.text()} |" + " |" * (len(head) - 2))
     lines.append("")
+    if cmp.cause is not None:
+        lines += [f"**Cause:** {md(cmp.cause.line)}", ""]
+    if cmp.curations:  # what people decided about these series, and who
+        lines += ["**Curation:**"] + [f"- {md(c.line)}" for c in cmp.curations] + [""]
     return lines
 
 
 def headline(cmp: GateOut) -> str:
-    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{md(view(cmp).word)}** — "
-            f"{md(cmp.benchmark, code=True)} vs baseline {md(cmp.baseline, code=True)}")
+    v = view(cmp)
+    return (f"{ICON.get(cmp.verdict, '')} perfwarden: **{md(v.word)}** — "
+            f"{md(cmp.benchmark, code=True)} vs baseline {md(cmp.baseline, code=True)}"
+            + (f" — {md(v.unknown)}" if v.unknown else ""))
 
 
 def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | None = None,
@@ -64,6 +72,7 @@ def render(cmp: CompareOut, dashboard_url: str | None = None, server_url: str | 
     lines += verdict_table(cmp)
     lines += _evidence(cmp, v)
     lines += _batch_matrix(cmp)
+    lines += _noise(cmp)
     lines += kernel_table(cmp)
     lines += _trace_links(cmp, dashboard_url or server_url)  # the dashboard serves the traces too
     lines.append("")
@@ -126,6 +135,14 @@ def _evidence(cmp: CompareOut, v: GateView) -> list[str]:
     return lines
 
 
+def _noise(cmp: CompareOut) -> list[str]:
+    """The noise card of each judged series: what its own history says a verdict can tell."""
+    if not cmp.noise:
+        return []
+    return ["", "<details><summary>Noise of these series (their default-branch history)</summary>",
+            ""] + [f"- {md(c.line)}" for c in cmp.noise] + ["", "</details>"]
+
+
 def _batch_matrix(cmp: CompareOut) -> list[str]:
     """tok/s per batch size, where the comparison holds more than one."""
     tok = sorted((m for m in cmp.metrics if m.name == "tok_s"
@@ -168,7 +185,20 @@ def _compared(cmp: CompareOut, v: GateView) -> str:
 
 
 def kernel_table(cmp: GateOut) -> list[str]:
-    """The kernels that changed most per decode step, folded (from the attached traces)."""
+    """The kernels that changed significantly and materially across the runs' traces, with their
+    intervals; where too few runs have traces to test, the kernels that changed most between
+    one trace a side. Folded."""
+    tested = [e for e in cmp.trace_evidence if not e.note]
+    if tested:
+        rows = [k for e in tested for k in e.kernels]
+        return ["", "<details><summary>Kernels that changed significantly and materially (per "
+                "decode step, across the runs' traces)</summary>", "",
+                "| kernel | base us | candidate us | change | interval |", "|---|---:|---:|---:|---|",
+                *[f"| {md(k.name[:77], code=True)} | {num(k.base_us, 1)} | "
+                  f"{num(k.candidate_us, 1)} | {k.delta_us:+.1f} | "
+                  + (f"{k.ci_low_us:+.1f} to {k.ci_high_us:+.1f} |" if k.ci_low_us is not None
+                     and k.ci_high_us is not None else f"{k.status} |") for k in rows],
+                "", "</details>"] if rows else []
     td = getattr(cmp, "trace_diff", None)
     if not td or not td.get("kernels"):
         return []

@@ -1,7 +1,7 @@
 """The PostgreSQL queue: procrastinate (its schema comes in through migration 0007). One
 procrastinate task per job kind, on its lane's queue (QUEUES: trace analysis on
-`perfwarden-trace`, every other kind on `perfwarden`), each queue run by a worker of its own
-with its lane's concurrency; retries with the kind's doubling
+`perfwarden-trace`, deliveries on `perfwarden-delivery`, every other kind on `perfwarden`),
+each queue run by a worker of its own with its lane's concurrency; retries with the kind's doubling
 backoff; a job whose worker was killed (no heartbeat for `job_lease_s`) is put back by the
 next worker's sweep, until its kind's attempts are spent: then it fails for good, as one that
 raised would (a trace is marked failed saying so). Tasks are plain functions; procrastinate
@@ -28,7 +28,8 @@ from .tasks import KINDS, Context, Kind, delay_s, lane_workers, workers_died
 
 log = logging.getLogger("perfwarden.jobs")
 QUEUE = "perfwarden"
-QUEUES = {"trace": "perfwarden-trace", "default": QUEUE}  # lane (tasks.LANES) -> queue
+# lane (tasks.LANES) -> queue
+QUEUES = {"trace": "perfwarden-trace", "default": QUEUE, "delivery": "perfwarden-delivery"}
 
 
 def conninfo(url: str) -> str:

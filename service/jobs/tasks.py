@@ -45,9 +45,10 @@ class Kind:
     lane: str = "default"  # the lane (LANES) whose workers run it
 
 
-# Each lane has workers of its own (Settings.trace_concurrency, job_concurrency), so a trace
-# analysis, however long, never holds up an alert, a delivery or a PR comment, nor they it.
-LANES = ("trace", "default")
+# Each lane has workers of its own (Settings.trace_concurrency, job_concurrency,
+# delivery_concurrency), so a trace analysis, however long, never holds up an alert, a delivery
+# or a PR comment, nor they it, and a slow receiver holds up no evaluation or summary.
+LANES = ("trace", "default", "delivery")
 
 
 def kinds_of(lane: str) -> list[str]:
@@ -58,7 +59,8 @@ def kinds_of(lane: str) -> list[str]:
 
 def lane_workers(settings: Settings) -> dict[str, int]:
     """How many jobs each lane runs at once in one worker."""
-    return {"trace": settings.trace_concurrency, "default": settings.job_concurrency}
+    return {"trace": settings.trace_concurrency, "default": settings.job_concurrency,
+            "delivery": settings.delivery_concurrency}
 
 
 def workers_died(attempts: int) -> str:
@@ -179,7 +181,7 @@ def _summarize(ctx: Context, args: dict[str, Any]) -> None:
     t0 = time.perf_counter()
     with transaction(ctx.sessions) as session:  # the fits: reads only, no write lock held
         try:
-            done = summaries.compute(session, name, labels)
+            done = summaries.compute(session, name, labels, ctx.settings.gate_alpha)
         except DomainError as e:  # the benchmark went away meanwhile
             log.warning("summaries of %r skipped: %s", args["benchmark"], e.message)
             return
@@ -223,9 +225,10 @@ KINDS: dict[str, Kind] = {
                               give_up=_reevaluation_failed),
     "summarize": Kind(_summarize, _attempts, _backoff),
     # the webhook keeps its own retry settings (PERFWARDEN_ALERT_RETRIES, _ALERT_BACKOFF_S)
-    "webhook": Kind(_webhook, lambda s: s.alert_retries, lambda s: s.alert_backoff_s),
-    "github_issue": Kind(_github_issue, _attempts, _backoff),
-    "pr_comment": Kind(_pr_comment, _attempts, _backoff),
+    "webhook": Kind(_webhook, lambda s: s.alert_retries, lambda s: s.alert_backoff_s,
+                    lane="delivery"),
+    "github_issue": Kind(_github_issue, _attempts, _backoff, lane="delivery"),
+    "pr_comment": Kind(_pr_comment, _attempts, _backoff, lane="delivery"),
 }
 
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from service.bot.github import GitHub, GitHubError
+from service.github import GitHub, GitHubError
 from tests.conftest import LOCAL, drain_jobs, h200_records
 from tests.github_standin import TOKEN, FakeGitHub
 

@@ -8,6 +8,8 @@ import time
 
 import httpx
 
+from . import outbound
+
 RETRIES = 4
 CHECK_SUMMARY_MAX = 65535  # GitHub's limit on a check run's output.summary and output.text
 LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
@@ -22,12 +24,13 @@ class GitHubError(RuntimeError):
 class GitHub:
     def __init__(self, token: str, api_url: str = "https://api.github.com", timeout: float = 30,
                  backoff_s: float = 1.0):
+        """`timeout`: the total deadline of each attempt (service/outbound.py)."""
         if not token:
             raise GitHubError("GITHUB_TOKEN is not set")
         self._client = httpx.Client(base_url=api_url.rstrip("/"), timeout=timeout, headers={
             "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "perfwarden"})
-        self.backoff_s = backoff_s
+        self.backoff_s, self.deadline_s = backoff_s, timeout
 
     def close(self) -> None:
         self._client.close()
@@ -41,7 +44,8 @@ class GitHub:
     def _request(self, method: str, url: str, **kw) -> httpx.Response:
         for attempt in range(RETRIES + 1):
             try:
-                r = self._client.request(method, url, **kw)
+                r = outbound.request(method, self._full(url), self.deadline_s,
+                                     headers=self._client.headers, **kw)
             except httpx.TransportError as e:
                 if attempt == RETRIES:
                     raise GitHubError(f"cannot reach the GitHub API at {self._url(url)}: "
@@ -69,6 +73,10 @@ class GitHub:
                                   f"{r.status_code}: {msg or hint}".rstrip(": "), r.status_code)
             return r
         raise GitHubError("GitHub API kept failing")  # pragma: no cover
+
+    def _full(self, url: str) -> str:
+        """The URL to ask, query kept (a next page's link is absolute, a path is not)."""
+        return url if "://" in url else str(self._client.base_url).rstrip("/") + url
 
     def _url(self, url: str) -> str:
         """The request's whole URL less its query, for messages: which GitHub was asked."""
