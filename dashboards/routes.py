@@ -1,9 +1,11 @@
 """Dashboard pages. Data comes from service functions (never HTTP to itself); figures.py draws."""
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
+import shlex
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,11 +18,12 @@ from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2 import UndefinedError
 
+from collectors.traces.summary import valid as valid_summary
 from service import gate_view
-from service.api.deps import ReadAccess, SessionDep
+from service.api.deps import TOKEN_COOKIE, ReadAccess, SessionDep
 from service.errors import Invalid
-from service.evidence import ordering_line
 from service.format import (
     hardware,
     interval,
@@ -44,9 +47,20 @@ from service.schemas import (
     parse_thresholds,
     parse_vary,
 )
-from service.usecases import alerts, experiments, overview, pages, runs, summaries, verdicts
+from service.usecases import (
+    alerts,
+    curations,
+    experiments,
+    noisecards,
+    overview,
+    pages,
+    runs,
+    summaries,
+    verdicts,
+)
 
-from . import figures
+from . import auth, figures, home
+from .values import flat, number, ordering, ordering_of, value
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -78,14 +92,34 @@ def _recompute(request: Request) -> summaries.Recompute:
     return ask
 
 
+def server_url(request: Request) -> str:
+    """This server's address as a command on the page names it (`--server`)."""
+    return str(request.base_url).rstrip("/")
+
+
 def _series_name(s: Mapping[str, Any]) -> str:
     return series_short(s.get("config", {}), s.get("gpu"), s.get("gpu_count"))
 
 
+HOME_PAGE = 100  # benchmarks a home page shows, newest run first
+
+
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, session: SessionDep):
-    rows = overview.index_rows(session, _recompute(request), request.app.state.settings.gate_alpha)
-    return _page(request, "index.html", rows=rows, title="perfwarden")
+def index(request: Request, session: SessionDep,
+          page: Annotated[int, Query(ge=1, le=10**6)] = 1, q: Opt = None):
+    """Every benchmark's answer, HOME_PAGE at a time; `q` keeps the names that hold it."""
+    match = (q or "").strip() or None
+    listing = home.rows(session, _recompute(request), request.app.state.settings.gate_alpha,
+                        offset=(page - 1) * HOME_PAGE, limit=HOME_PAGE, match=match)
+    first = (page - 1) * HOME_PAGE + 1
+
+    def href(n: int) -> str:
+        return "/?" + urlencode({**({"q": match} if match else {}), "page": n})
+
+    return _page(request, "index.html", rows=listing.rows, title="perfwarden", q=match or "",
+                 total=listing.total, first=first, last=first + len(listing.rows) - 1,
+                 prev=href(page - 1) if page > 1 else None,
+                 next=href(page + 1) if first + len(listing.rows) - 1 < listing.total else None)
 
 
 PANELS = (("kv_capacity_tokens", "KV-cache capacity", "tokens"),
@@ -117,9 +151,12 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
                metric=metric, branch=branch or "", label=label or "", gpu=gpu or "",
                since=since or "", until=until or "", baselines=v.baselines, baseline=v.baseline,
                recent=v.recent, changes_note=v.changes_note, x=by, open_alerts=open_alerts,
-               has_matrix=len({h["config"].get("batch_size") for h in v.all_series}) > 1,
+               has_matrix=v.matrix, empty_note=v.empty_note,
                default_branch=v.default_branch, gpus=sorted({h["gpu"] for h in v.all_series}),
-               panel_runs=pages.PANEL_RUNS, detail_runs=pages.DETAIL_RUNS)
+               story=home.row_of(session, _recompute(request),
+                                 request.app.state.settings.gate_alpha, name),
+               panel_runs=pages.PANEL_RUNS, detail_runs=pages.DETAIL_RUNS,
+               curations=curations.list_for(session, name, False)["data"])
     if series is None:
         return _page(request, "benchmark.html", figure=None, panels=[],
                      **_grid(v, alert_runs, by), **ctx)
@@ -129,8 +166,10 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
                                                   "of its runs)" if base else ""))
     panels = [_fig(figures.small_panel(v.panels[m], title, u)) for m, title, u in PANELS
               if v.panels.get(m)]
+    noise = noisecards.cards(session, name, [(series, metric)],
+                             request.app.state.settings.gate_alpha)
     return _page(request, "benchmark.html", figure=_fig(main), panels=panels, grid=None,
-                 common="", **ctx)
+                 common="", noise=noise, **ctx)
 
 
 def _grid(v: pages.BenchmarkView, alert_runs: dict[int, set[int]], by: str) -> dict:
@@ -187,11 +226,16 @@ def matrix_page(request: Request, name: str, session: SessionDep, label: Opt = N
                                 "repeats)") if cells else None
     found = summaries.matrix_findings(session, name, label, _recompute(request))
     explained = summaries.stored_explain(session, name, label)
+    command = shlex.join(["perfwarden", "explain", name] + (["--label", label] if label else [])
+                         + (["--gpu", str(explained["gpu"])] if explained and explained.get("gpu")
+                            else []) + ["--server", server_url(request)])
     return _page(request, "matrix.html", title=f"{name} matrix · perfwarden", name=name,
                  figure=_fig(fig) if fig else None, findings=found.lines, findings_note=found.note,
-                 explained=explained,
+                 explained=explained, explain_command=command,
+                 server_arg=shlex.quote(server_url(request)),
                  label=label or "", baseline=base,
-                 cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])))
+                 cells=sorted(cells, key=lambda c: (c["variant"], c["batch_size"])),
+                 traced=set(runs.trace_states(session, [c["run_id"] for c in cells])))
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -213,10 +257,11 @@ def compare_page(*, request: Request, benchmark: Annotated[str, Query(min_length
               "figure": _fig(figures.distributions(d.model_dump(), d.metric))}
              for d, k in zip(shown, keys)]
     common, rows = _verdict_rows(cmp)
-    orderings = {rid: ordering_line(*st) for rid, st in runs.trace_states(
+    orderings = {rid: ordering_of(*st) for rid, st in runs.trace_states(
         session, cmp.baseline_run_ids + cmp.candidate_run_ids).items()}
     return _page(request, "compare.html", title=f"compare {benchmark} · perfwarden", cmp=cmp,
                  dists=dists, rows=rows, common=common, level=gate_view.view(cmp).level,
+                 unknown=gate_view.view(cmp).unknown,
                  show_series=any(label for _, label, _ in rows), orderings=orderings)
 
 
@@ -227,8 +272,29 @@ def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str
     that series' profiler evidence (None on the others)."""
     gv = gate_view.view(cmp)
     return gv.common_label, [
-        (r.metric, r.differs, None if r.evidence is None else r.evidence.text(code=""))
+        (r.metric, r.differs, None if r.evidence is None else
+         r.evidence.text(code="") or _no_evidence(cmp, r.metric.series))
         for r in gv.rows]
+
+
+def _no_evidence(cmp: GateOut, series: Mapping[str, Any]) -> str:
+    """Why a series shows no profiler evidence, from the traces its compared runs hold: none,
+    one side's only (evidence compares a baseline trace with a candidate's), or traces whose
+    figures leave nothing to compare (no auxiliary-stream lane, as on a CPU)."""
+    keys = {k: v for k, v in series.items() if k not in ("gpu", "gpu_count", *(cmp.vary or []))}
+    traces = getattr(cmp, "traces", None) or {}
+    traced = {side: [r.id for r in getattr(cmp, f"{side}_runs", []) if traces.get(r.id)
+                     and all(r.config.get(k) == v for k, v in keys.items())]
+              for side in ("baseline", "candidate")}
+    if not traced["baseline"] and not traced["candidate"]:
+        return "no profiler evidence for this series (no traces attached, no aux-gap metric)"
+    for side, other in (("baseline", "candidate"), ("candidate", "baseline")):
+        if not traced[other]:
+            runs = ", ".join(map(str, traced[side]))
+            return (f"no profiler evidence for this series: only the {side}'s run {runs} has a "
+                    f"trace, and evidence compares a baseline trace with a candidate's")
+    return ("no profiler evidence for this series: its traces show no auxiliary-stream gaps, "
+            "step GPU time or kernel changes to compare")
 
 
 @router.get("/experiments/{exp_id}", response_class=HTMLResponse)
@@ -254,47 +320,35 @@ def run_page(request: Request, run_id: Annotated[int, PathParam(ge=1, le=2**31 -
     s = request.app.state.settings
     v = runs.run_view(session, s.data_dir, run_id, steps, Sandbox.of(s))
     run = v["run"]
-    sets = [{**ts, "ordering": ordering_line(ts["summary"], ts["state"], ts["error"])}
-            for ts in v["trace_sets"]]
-    summary = sets[0]["summary"] if sets else run.get("trace_summary")
-    min_gap = (summary or {}).get("min_gap_us", 10.0)
+    sets = [{**ts, "ordering": ordering(ts)} for ts in v["trace_sets"]]
+    summary, notes = (sets[0]["summary"], sets[0]["notes"]) if sets else \
+        valid_summary(run.get("trace_summary"))
+    min_gap = number((summary or {}).get("min_gap_us")) or 10.0
     timelines = [{"trace": t["trace"], "set": t["set"], "error": t["error"]} if "error" in t else
                  {"trace": t["trace"], "set": t["set"],
                   "figure": _fig(figures.timeline(t["data"], min_gap))}
                  for t in v["timelines"]]
     workload = [(k, num(v, 3, "—") if isinstance(v, (int, float)) and not isinstance(v, bool)
-                  else _value(v)) for k, v in _flat({k: run[k] for k in RUN_EXTRAS
+                  else value(v)) for k, v in flat({k: run[k] for k in RUN_EXTRAS
                                                      if k != "trials" and run.get(k)})]
-    return _page(request, "run.html", title=f"run {run_id} · perfwarden", run=run,
-                 trials=run.get("trials") or [], timelines=timelines, workload=workload,
-                 config=[(k, _value(v)) for k, v in run.get("config", {}).items()],
-                 summary=summary, sets=sets, series_name=v["series_name"], steps=steps)
-
-
-def _flat(d: dict, prefix: str = "") -> list[tuple[str, object]]:
-    """Nested fields as dotted keys (`plant.pct`), in the record's order; nulls left out."""
-    out: list[tuple[str, object]] = []
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out += _flat(v, f"{prefix}{k}.")
-        elif v is not None:
-            out.append((f"{prefix}{k}", v))
-    return out
-
-
-def _number(v: object) -> float | None:
-    """A template's value as a number, or None (missing, undefined or not a number)."""
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _value(v: object) -> str:
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    if isinstance(v, (int, float)):
-        return num(v, 3)
-    if isinstance(v, list):
-        return ", ".join(_value(x) for x in v)
-    return str(v)
+    page = functools.partial(
+        _page, request, "run.html", title=f"run {run_id} · perfwarden", run=run,
+        trials=run.get("trials") or [], timelines=timelines, workload=workload,
+        config=[(k, value(v)) for k, v in run.get("config", {}).items()],
+        series_name=v["series_name"], steps=steps)
+    no_ordering = [{**ts, "ordering": None} for ts in sets]
+    bare = [{**ts, "summary": None} for ts in no_ordering]
+    tries = [(summary, sets, notes),  # what renders of a stored summary, the most first
+             (summary, no_ordering, [*notes, "ordering: malformed values, not shown"]),
+             (None, bare, ["the stored trace summary: malformed values, not shown"])]
+    for k, (shown, shown_sets, said) in enumerate(tries):
+        try:
+            return page(summary=shown, sets=shown_sets, summary_notes=said)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, UndefinedError) as e:
+            if k == len(tries) - 1:
+                raise
+            log.warning("run %s: its stored trace summary does not render: %r", run_id, e)
+    raise AssertionError("unreachable")
 
 
 PAGES = re.compile(r"^/(|alerts|compare|benchmarks/.*|experiments/.*|runs/.*)$")
@@ -322,6 +376,7 @@ def warm() -> None:
 
 def mount(app: FastAPI) -> None:
     app.include_router(router)
+    app.include_router(auth.add_routes(templates))
 
     @app.get("/static/plotly.min.js", include_in_schema=False)
     def plotly_js():
@@ -334,10 +389,12 @@ def mount(app: FastAPI) -> None:
 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     templates.env.globals["urlencode"] = urlencode
+    templates.env.globals["login_href"] = auth.login_href
+    templates.env.globals["signed_in"] = lambda request: TOKEN_COOKIE in request.cookies
     templates.env.globals["trace_rank"] = trace_rank
     templates.env.globals["interval"] = interval
     templates.env.globals["hardware"] = hardware
-    templates.env.filters["num"] = lambda v, digits=2: num(_number(v), digits, "—")
+    templates.env.filters["num"] = lambda v, digits=2: num(number(v), digits, "—")
     templates.env.filters["qty"] = lambda v, unit=None, digits=None: quantity(
-        _number(v), unit, digits, "—")
+        number(v), unit, digits, "—")
     templates.env.filters["pct"] = lambda v: pct(v, "—")

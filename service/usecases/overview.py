@@ -1,17 +1,20 @@
 """The benchmark overview: the API's benchmark list and the dashboard's index, written once."""
 from __future__ import annotations
 
+import functools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import readcache
 from ..db import Session
-from ..errors import DomainError
 from ..format import series_label
-from ..repositories import baselines as baseline_repo
 from ..repositories import runs as runs_repo
+from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
-from ..schemas import BenchmarkSummary, GateIn
-from . import alerts, summaries, verdicts
+from ..schemas import BenchmarkSummary
+from . import alerts, standing, summaries
 from .history import default_branch
 
 
@@ -21,14 +24,12 @@ def benchmarks(session: Session) -> list[BenchmarkSummary]:
             for b, n, t in runs_repo.benchmark_overview(session)]
 
 
-def _latest_change_point(session: Session, bench: Any, recompute: summaries.Recompute
-                         ) -> dict[str, Any] | None:
-    """The newest stored change point of the benchmark's tok/s history (never fitted here)."""
-    stored = summaries.stored_changes(session, bench, "tok_s", recompute)
+def _latest_change_point(row: Any) -> dict[str, Any] | None:
+    """The newest change point of a stored change-points summary of the tok/s history (never
+    fitted here)."""
     cp: dict[str, Any] | None = None
-    for sid, cps in stored.by_series.items():
-        s = stored.series[sid]
-        for c in cps:
+    for s in row.body["series"] if row is not None else []:
+        for c in s["change_points"]:
             if cp is None or (c.get("started_at") or "") > str(cp["started_at"] or ""):
                 cp = {"series": series_label({**s["config"], "gpu": s["gpu"],
                                               "gpu_count": s["gpu_count"]}),
@@ -64,68 +65,101 @@ class IndexRow:
         return self.latest.started
 
 
-ORDER = ("regression", "inconclusive", "improvement", "pass")
+BUDGET_S = 0.25  # gates one index view may run for standings that are missing or stale
+QUEUED_PER_VIEW = 25  # summary refreshes one index view may queue
 
 
-def _series_verdicts(session: Session, b: Any, count: int, base: Any, alpha: float
-                     ) -> tuple[list[dict[str, Any]], str | None]:
-    """For each series the baseline covers, the verdict of that series' newest default-branch
-    run (one gate over all of them, never a run of an unrelated series), and why there is none,
-    said as it is."""
-    keys = runs_repo.run_keys(session, list(base.run_ids))
-    latest_runs = views_repo.latest_runs_per_series(session, b.id, {k[1] for k in keys.values()},
-                                                    default_branch(b))
-    cand = [r for r in latest_runs if r.id not in keys]
-    out: list[dict[str, Any]] = []
-    no_verdict = None
-    if cand:
-        try:
-            g = verdicts.gate(session, GateIn(benchmark=b.name, baseline=base.name,
-                                              run_ids=[r.id for r in cand]), alpha)
-        except DomainError as e:
-            g = None
-            no_verdict = f"no verdict: {e.message}"
-        by_series = {r.series_id: r for r in cand}
-        for m in g.metrics if g else []:
-            if m.name != "tok_s" or m.series_id not in by_series:
-                continue
-            out.append({"series": series_label(m.series), "verdict": m.verdict,
-                        "change": m.delta_pct, "run": by_series[m.series_id].id,
-                        "reason": m.reason})
-    others = count - len(keys)  # runs the baseline does not hold
-    if not cand and others > 0:
-        no_verdict = (f"no newer {default_branch(b)} run in the baseline's series; "
-                      f"{others} other run{'s' if others != 1 else ''} in other series "
-                      "or branches")
-    elif cand and not out and no_verdict is None:
-        no_verdict = "newer runs, but no tok/s verdict for them"
-    return sorted(out, key=lambda v: (ORDER.index(v["verdict"]), v["series"])), no_verdict
+def _standing(session: Session, b: Any, base: Any, stored: Any, alpha: float,
+              revision: tuple[int, int], deadline: float, queue: Callable[[], None]
+              ) -> tuple[list[dict[str, Any]], str | None]:
+    """The stored standing when current; else judged now while the view's budget lasts (and
+    stored); else the stored one said as stale, or none yet, with a refresh queued."""
+    if standing.current(stored, b, base, alpha, revision):
+        return stored.body["series_verdicts"], stored.body["no_verdict"]
+    if time.monotonic() < deadline:
+        body = standing.refresh(session, b, base, alpha, revision)
+        return body["series_verdicts"], body["no_verdict"]
+    queue()
+    if stored is not None and stored.body.get("judged_with", {}).get("baseline_id") == base.id:
+        return stored.body["series_verdicts"], (
+            f"as of {stored.runs:,} runs; {revision[0] - stored.runs:+,} since, a refresh is "
+            "queued")
+    return [], "verdicts being computed (a job is queued); reload in a moment"
 
 
-def index_rows(session: Session, recompute: summaries.Recompute, alpha: float = 0.05
-               ) -> list[IndexRow]:
-    """Per benchmark: run count and newest run; the series verdicts of its newest baseline;
-    open alerts; the latest stored change point of its tok/s history."""
-    overview = runs_repo.benchmark_overview(session)
-    newest = baseline_repo.newest(session, [b.id for b, _, _ in overview])
+class _Refreshes:
+    """The summary refreshes one index view queues: one per revision of a benchmark's runs and
+    process, however many views, and at most QUEUED_PER_VIEW per view (the next views queue the
+    rest)."""
+
+    def __init__(self, recompute: summaries.Recompute, db: str):
+        self.recompute, self.db, self.queued = recompute, db, 0
+
+    def __call__(self, b: Any, revision: tuple[int, int]) -> None:
+        if self.queued >= QUEUED_PER_VIEW:
+            return
+        fresh: list[int] = []
+
+        def queue() -> bool:
+            fresh.append(1)
+            self.recompute(b.name, [])
+            return True
+
+        readcache.cached(("queued", self.db, b.id, revision), queue)
+        self.queued += len(fresh)
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """One page of the index: its rows, and how many benchmarks match in all."""
+
+    rows: list[IndexRow]
+    total: int
+
+
+def index_page(session: Session, recompute: summaries.Recompute, alpha: float = 0.05,
+               offset: int = 0, limit: int | None = None, match: str | None = None,
+               only: str | None = None) -> IndexPage:
+    """Per benchmark, newest run first: run count and newest run; the series verdicts of its
+    newest baseline (usecases/standing: stored per revision of its runs, no gate per view); open
+    alerts; the latest stored change point of its tok/s history. `match`: the benchmarks whose
+    name holds it (any case); `offset`/`limit`: the page of those; `only`: that benchmark's row
+    alone (its own page). A fixed number of statements for any number of benchmarks, and work
+    only for the page's."""
+    listed = [b for b in views_repo.overview(session, only) if b.latest is not None
+              and (not match or match.casefold() in b.name.casefold())]
+    page = listed[offset:None if limit is None else offset + limit]
+    ids = [b.id for b in page]
+    newest = views_repo.newest_baselines(session, ids)
     open_alerts = alerts.open_counts(session)
+    shown_runs = views_repo.newest_runs(session, ids)
+    stored = summary_repo.every(session, (standing.VERDICTS, summaries.CHANGES), standing.METRIC,
+                                ids)
+    deadline = time.monotonic() + BUDGET_S
+    queue_once = _Refreshes(recompute, str(session.get_bind().engine.url))
     rows = []
-    for b, count, latest in overview:
-        if latest is None:
-            continue
-        base = newest.get(b.id)
-        series_verdicts, no_verdict = _series_verdicts(session, b, count, base, alpha) \
-            if base is not None else ([], None)
+    for b in page:
+        base, count = newest.get(b.id), b.runs
+        revision = (b.runs, b.last_run_id or 0)
+        series_verdicts, no_verdict = _standing(
+            session, b, base, stored.get((b.id, standing.VERDICTS)), alpha, revision, deadline,
+            functools.partial(queue_once, b, revision)) if base is not None else ([], None)
         counts: dict[str, int] = {}
         for v in series_verdicts:
             counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
-        shown = runs_repo.recent_runs(session, b.id, 1)[0]
+        changes = stored.get((b.id, summaries.CHANGES))
+        if changes is None or (changes.runs, changes.last_run_id) != revision \
+                or changes.body.get("branch") != default_branch(b):
+            queue_once(b, revision)
+        shown = shown_runs[b.id]
         rows.append(IndexRow(
             name=b.name, runs=count, baseline=base.name if base else None,
             series_verdicts=series_verdicts, counts=counts,
             no_verdict=no_verdict,
             open_alerts=open_alerts.get(b.id, 0),
-            change_point=_latest_change_point(session, b, recompute),
+            change_point=_latest_change_point(
+                changes if changes is not None and changes.body.get("branch") ==
+                default_branch(b) else None),
             latest=RunRef(shown.id, shown.label, shown.commit,
                           shown.started_at.strftime("%Y-%m-%d %H:%M UTC"))))
-    return rows
+    return IndexPage(rows, len(listed))

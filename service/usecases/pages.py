@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .. import readcache
 from ..db import Session
 from ..errors import NotFound
 from ..repositories import baselines as baseline_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
+from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
 from . import history, summaries
 from .history import ALL_BRANCHES, BenchmarkRow, SeriesHistory, default_branch, series_runs
@@ -57,6 +59,31 @@ class BenchmarkView:
     default_branch: str
     samples: dict[int, list[float]] = field(default_factory=dict)
     panels: dict[str, list[SeriesHistory]] = field(default_factory=dict)
+    matrix: bool = False  # the matrix page has cells of more than one batch size
+    empty_note: str = ""  # why the history shown has no runs, said once; "" when it has some
+
+
+def _has_matrix(session: Session, bench: BenchmarkRow, all_series: list[SeriesHistory]) -> bool:
+    """Do series of more than one batch size hold runs of the default branch's history (what
+    the matrix page draws)?"""
+    sized = {s["series_id"]: s["config"]["batch_size"] for s in all_series
+             if "batch_size" in s["config"]}
+    if len(set(sized.values())) < 2:
+        return False
+    rows = views_repo.latest_runs_per_series(session, bench.id, set(sized), default_branch(bench))
+    return len({sized[r.series_id] for r in rows}) > 1
+
+
+def _empty_note(main: list[SeriesHistory], recent: list[RecentRun], metric: str, home: str,
+                branch: str | None, label: str | None) -> str:
+    if any(h["runs"] for h in main):
+        return ""
+    what = f"label {label}" if label else f"branch {branch or home}"
+    if not recent:
+        return f"No runs of metric {metric} in the history of {what}."
+    return (f"No runs of metric {metric} in the history of {what}. The history leaves out "
+            "experiment arms, bisect runs and pull-request runs; the recent runs below are "
+            "such runs or of other branches.")
 
 
 def _baseline(session: Session, name: str, asked: str | None) -> tuple[list[Any], Any]:
@@ -116,6 +143,25 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
                    since: datetime | None, until: datetime | None, baseline: str | None,
                    panel_metrics: tuple[str, ...], recompute: summaries.Recompute,
                    detail: bool = True) -> BenchmarkView:
+    """_view, kept per revision of the benchmark's runs, its baselines and its stored change
+    points (readcache): a view asked again before any of them changed reads only those."""
+    bench = history.get_benchmark(session, name)
+    stored = summary_repo.get(session, bench.id, summaries.CHANGES, metric)
+    key = ("benchmark_view", str(session.get_bind().engine.url), bench.id, default_branch(bench),
+           metric, series_id, branch, label, gpu, since, until, baseline, panel_metrics, detail,
+           runs_repo.fingerprint(session, bench.id),
+           tuple((b.id, b.name, b.updated_at) for b in baseline_repo.list_all(session, name)),
+           stored and (stored.runs, stored.last_run_id, stored.computed_at))
+    return readcache.cached(key, lambda: _view(
+        session, name, metric, series_id, branch, label, gpu, since, until, baseline,
+        panel_metrics, recompute, detail))
+
+
+def _view(session: Session, name: str, metric: str, series_id: int | None,
+          branch: str | None, label: str | None, gpu: str | None,
+          since: datetime | None, until: datetime | None, baseline: str | None,
+          panel_metrics: tuple[str, ...], recompute: summaries.Recompute,
+          detail: bool = True) -> BenchmarkView:
     """The selected history with the baseline's band and the stored change points of the
     default branch's history; with `detail` (one series) the trial samples of its newest runs
     and small panels of other metrics too."""
@@ -151,7 +197,9 @@ def benchmark_view(session: Session, name: str, metric: str, series_id: int | No
         baseline=BaselineRef(base.name) if base else None,
         bands=_bands(session, bench, metric, list(base.run_ids)) if base else {},
         changes=changes, changes_note=note, unit=hist_repo.unit_of(session, bench.id, metric),
-        recent=_recent(session, bench.id, series_id), default_branch=home)
+        recent=_recent(session, bench.id, series_id), default_branch=home,
+        matrix=_has_matrix(session, bench, all_series))
+    view.empty_note = _empty_note(main, view.recent, metric, home, branch, label)
     if detail:
         shown = [r["id"] for h in main for r in h["runs"][-TRIAL_RUNS:]]
         view.samples = {rid: m.get(metric, []) for rid, m in
@@ -190,12 +238,14 @@ def matrix_cells(session: Session, name: str, label: str | None,
         det = runs[last["id"]].determinism or {}
         variant = " ".join(x for x in (f"tp{cfg.get('tp', '?')}", str(cfg.get("shared_experts", "")),
                                        "graphs" if cfg.get("cuda_graphs") else "eager",
+                                       "deterministic" if cfg.get("deterministic") else "",
                                        h["gpu"]) if x)
         mean = last["mean"]
         ref = base_mean.get(h["series_id"])
         cv = 100.0 * last["stdev"] / last["mean"] if last["stdev"] is not None and last["mean"] \
             else None  # one trial: no spread to show
         cells.append({"variant": variant, "batch_size": cfg["batch_size"], "mean": mean,
+                      "deterministic": bool(cfg.get("deterministic")),
                       "cv_pct": cv, "run_id": last["id"], "in_baseline": last["id"] in in_base,
                       "change_pct": None if not ref else 100.0 * (mean / ref - 1),
                       "det": f"{det.get('identical', '?')}/{det.get('repeats', '?')} identical"

@@ -119,9 +119,11 @@ def test_engine_run_page_at_both_sizes(settings, live_server, browser, tmp_path)
         steps = page.locator("#trace-sets .trace-set td.steps").all_inner_texts()
         assert steps == [f"{s['steps']} decode · {s['prefill_steps']} prefill" for s in (own, other)]
         assert steps == ["10 decode · 2 prefill", "5 decode · 1 prefill"]  # 5 and 1 a capture
-        # the streams table lists the streams of both files of the shown (decode) set
+        # the streams table lists the streams of both ranks of the shown (decode) set, each
+        # device named by its rank and local GPU as everywhere else
         devices = page.locator("#streams tr td:first-child").all_inner_texts()
-        assert {d.split(":")[0] for d in devices} == {n for n in SGLANG if "decode" in n}
+        assert {d.split(":")[0] for d in devices} == {
+            f"rank {r} / GPU 0 (NVIDIA H200)" for r in (0, 1)}
         assert len(devices) == len(own["streams"]) > 2
         # every step panel of each timeline is framed on the step: its work fills most of it
         framing = _step_framing(page)

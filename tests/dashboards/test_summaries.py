@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import H200, LOCAL, drain_jobs, h200_records, write_at_once
 
+BOTH_DATABASES = True  # the jobs that store summaries run on each database's own queue
+
 
 @pytest.fixture
 def app_client(settings):
@@ -231,3 +233,26 @@ def test_ingest_never_waits_behind_the_refresh_fits(app_client, settings, monkey
     assert writes and set(writes) == {"ok"}, writes
     r = c.get("/api/v1/attribution", params={"benchmark": "moe-decode-matrix"})
     assert r.status_code == 200, r.text
+
+
+def test_a_benchmark_page_works_out_its_own_story_alone(app_client, monkeypatch):
+    """The benchmark page shows the home page's answer for its benchmark, and reads no other
+    benchmark's standing to get it."""
+    from service.usecases import overview
+
+    app, client = app_client
+    for bench in ("alpha", "beta", "gamma"):
+        recs = [{**r, "benchmark": bench} for r in h200_records("runs")[:2]]
+        r = client.post("/api/v1/runs/batch", json={"runs": recs})
+        assert r.status_code == 201, r.text
+        assert client.post("/api/v1/baselines", json={"name": "v17", "benchmark": bench,
+                                                      "run_ids": r.json()["ids"][:1]}
+                           ).status_code == 201
+    real, read = overview._standing, []
+    monkeypatch.setattr(overview, "_standing", lambda s, b, *a, **k: read.append(b.name) or
+                        real(s, b, *a, **k))
+    client.get("/")
+    assert sorted(read) == ["alpha", "beta", "gamma"]  # home: every benchmark
+    read.clear()
+    assert client.get("/benchmarks/beta").status_code == 200
+    assert read == ["beta"]
