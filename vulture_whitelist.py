@@ -38,7 +38,7 @@ get_noise  # unused function (service/api/routes/history.py:24)
 upload_trace  # unused function (service/api/routes/traces.py:20)
 download_trace  # unused function (service/api/routes/traces.py:46)
 trace_timeline  # unused function (service/api/routes/traces.py:53)
-exc  # unused variable (service/bot/github.py:38)
+exc  # unused variable (service/github.py: __exit__)
 model_config  # unused variable (service/config.py:14)
 _pragmas  # unused function (service/db.py:16)
 _.get_retry_decision  # unused method (service/jobs/pg.py:35)
@@ -47,6 +47,7 @@ _validation  # unused function (service/main.py:81)
 _http  # unused function (service/main.py:86)
 _db_down  # unused function (service/main.py:91)
 _unexpected  # unused function (service/main.py:97)
+_os_error  # unused function (service/main.py): an exception handler
 docs  # unused function (service/main.py:164)
 redoc  # unused function (service/main.py:171)
 config_hash  # unused variable (service/models/__init__.py:48)
@@ -90,3 +91,21 @@ bisect_note  # unused variable (service/schemas/alerts.py): a response field
 series_done  # unused variable (service/schemas/alerts.py): a response field
 series_total  # unused variable (service/schemas/alerts.py): a response field
 at_levels  # unused variable (service/schemas/explain.py): a response field
+worker_app  # unused function (service/cli/server.py): the app factory uvicorn names by its path
+cause  # unused variable (dashboards/home.py): read by the home page's template
+login_form  # unused function (dashboards/auth.py): a route
+login  # unused function (dashboards/auth.py): a route
+logout  # unused function (dashboards/auth.py): a route
+step_gpu_time_us  # unused variable (service/schemas/gate.py: trace evidence, an API field)
+untested_kernels  # unused variable (service/schemas/gate.py: trace evidence, an API field)
+create_curation  # unused function (service/api/routes/curations.py): a route
+list_curations  # unused function (service/api/routes/curations.py): a route
+withdraw_curation  # unused function (service/api/routes/curations.py): a route
+_._metric  # unused method (service/schemas/curations.py): a pydantic validator
+_._note  # unused method (service/schemas/curations.py): a pydantic validator
+_._kind_fields  # unused method (service/schemas/curations.py): a pydantic validator
+closed_alerts  # unused variable (service/schemas/curations.py): a response field
+METRIC_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
+GATE_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
+run_reads  # unused function (service/cli/server.py): the reads server's entry, started by serve
+_forget  # unused function (service/repositories/curations.py): a SQLAlchemy event listener

@@ -1,6 +1,6 @@
 """Interleaved A/B experiments on one host: the two arms run alternately in separate processes,
 in balanced blocks (ABBA BAAB ...), so slow drift of the machine cancels in each block's
-candidate-minus-baseline difference (spec/api.md v1.1, "Experiments").
+candidate-minus-baseline difference (spec/api.md, "Experiments").
 
 Standard library only (it runs on GPU nodes). Each arm command writes run records or engine
 outputs to the path substituted for `{out}`; the runner reads them with the same readers as
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CliError, UsageError
+from .verdicts import INCONCLUSIVE
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -192,7 +193,7 @@ class Judge(ABC):
         verdict = self.verdict()["verdict"]
         print(f"experiment {self.body['experiment']}: after {blocks} block(s): {verdict}",
               file=sys.stderr, flush=True)
-        return verdict != "inconclusive"
+        return verdict != INCONCLUSIVE
 
 
 class ServerJudge(Judge):

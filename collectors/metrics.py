@@ -50,8 +50,13 @@ _FIXED = (
     # shared machine do not move the way they move wall-clock tok/s
     MetricSpec("cpu_tok_s", "tok/s", HIGHER, 5.0),
     MetricSpec("latency_s", "s", LOWER, 1.0),
-    MetricSpec("kv_capacity_tokens", "tokens", HIGHER, 0.0, exact=True),
-    MetricSpec("kv_max_concurrency", "x", HIGHER, 0.0, exact=True),
+    # exact, within the allocator's granularity: one code on two leases differs by 0.05%
+    MetricSpec("kv_capacity_tokens", "tokens", HIGHER, 0.1, exact=True),
+    MetricSpec("kv_max_concurrency", "x", HIGHER, 0.1, exact=True),
+    # a serve benchmark's requests: one more failed request is a regression, whatever the speed;
+    # the completed count follows the prompts sent, so it explains and never decides
+    MetricSpec("failed_requests", "requests", LOWER, 0.0, exact=True),
+    MetricSpec("completed_requests", "requests", HIGHER, 0.0, exact=True, role=EVIDENCE),
     # trace-derived: evidence (one profiled run a side is common; it explains, never decides)
     MetricSpec("aux_gap_mean_us", "us", LOWER, 10.0, role=EVIDENCE),
     MetricSpec("aux_gap_median_us", "us", LOWER, 10.0, role=EVIDENCE),
@@ -120,12 +125,13 @@ def threshold_pct(name: str) -> float:
 
 
 def parse_thresholds(items: list[str] | None) -> dict[str, float]:
-    """`--threshold METRIC=PCT` values (repeatable); ValueError names the bad one."""
+    """`METRIC=PCT` items (`--threshold`, repeatable; the compare view's `thresholds=`), THE
+    parser of them; ValueError names the bad one."""
     out = {}
     for t in items or []:
         name, _, val = t.partition("=")
         try:
             out[name] = float(val)
         except ValueError:
-            raise ValueError(f"--threshold {t!r}: expected METRIC=PERCENT") from None
+            raise ValueError(f"{t!r}: expected METRIC=PERCENT") from None
     return out

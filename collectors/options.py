@@ -62,7 +62,7 @@ def thresholds(items: list[str] | None) -> dict[str, float]:
     try:
         return parse_thresholds(items)
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(f"--threshold {e}") from None
 
 
 def vary_keys(items: list[str] | None) -> list[str]:

@@ -1,4 +1,6 @@
-"""Run records (spec/api.md): build them, check them, write them, post them.
+"""Run records (spec/api.md): build them, check them, write them, post them; and THE client of
+the server's API (`call`, `post_records`, `stage_trace`, ...), which every command that asks the
+server uses.
 
 Standard library only: this runs on GPU nodes whose images hold little beyond PyTorch.
 """
@@ -15,9 +17,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from json import dumps as _dumps
+from json import loads as _loads
 from pathlib import Path
 
-from .errors import Unreachable, for_status
+from .errors import CliError, Unreachable, for_status
 from .metrics import HIGHER, lookup
 
 
@@ -39,7 +43,7 @@ KEY_FIELDS = ("benchmark", "config", "hardware", "started_at")
 
 def idempotency_key(record: dict) -> str:
     """A key derived from the record's content (benchmark, config, hardware, start time and
-    samples), so posting the same file twice stores nothing twice (spec/api.md v1.1)."""
+    samples), so posting the same file twice stores nothing twice (spec/api.md)."""
     content = {k: record.get(k) for k in KEY_FIELDS}
     if record.get("bisect"):  # a bisect's run is another run than the same record outside it
         content["bisect"] = record["bisect"]
@@ -222,6 +226,41 @@ def post_json(server: str, path: str, body: dict, token: str | None = None,
     """POST a JSON body to the server (the gate, ...); its JSON answer."""
     return json.loads(_send(server, _json_request(server, path, body), f"POST {path}", token,
                             timeout))
+
+
+def call(server: str, method: str, path: str, json: object = None, params: dict | None = None,
+         timeout: float = 60) -> dict:
+    """One request to `server` (PERFWARDEN_TOKEN as its bearer token); its JSON answer ({} for
+    204), or CliError with the server's one-line message: Unreachable (69) when it cannot be
+    reached or answers 5xx, Refused (65 for an invalid or unknown input) for 4xx."""
+    query = urllib.parse.urlencode(params or {}, doseq=True)
+    url = server.rstrip("/") + path + (f"?{query}" if query else "")
+    req = urllib.request.Request(url, method=method, data=None if json is None else
+                                 _dumps(json).encode(),
+                                 headers={"Content-Type": "application/json"} if json is not None
+                                 else {})
+    token = os.environ.get("PERFWARDEN_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, raw = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:  # exit 69
+        raise Unreachable(f"cannot reach {server}: {getattr(e, 'reason', e)}") from None
+    if status == 204:
+        return {}
+    try:
+        body = _loads(raw)
+    except ValueError:
+        if status >= 500:
+            raise Unreachable(f"{server} answered {status}") from None
+        raise CliError(f"{server} answered {status} without JSON") from None
+    if status >= 400:
+        msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
+        raise for_status(f"{server} answered {status}: {msg or body}", status)
+    return body
 
 
 def get_json(server: str, path: str, token: str | None = None, timeout: float = 60) -> dict:

@@ -28,9 +28,10 @@ def print_analysis(s: dict) -> None:
           f"{_f(s['aux_busy_per_step_us'])} us, aux/main overlap "
           f"{_f(s['aux_main_overlap_us_per_step'])} us")
     if s["streams"]:
-        print("\n  device stream role     ops  busy/step us  share  idle gaps  gap mean us")
+        print("\n  rank  GPU stream role     ops  busy/step us  share  idle gaps  gap mean us")
         for r in s["streams"]:
-            print(f"  {r['device']:>6} {r['stream']:>6} {r['role']:<5} {r['ops']:>7,} "
+            print(f"  {r.get('rank', r['device']):>4} {r.get('gpu', r['device']):>4} "
+                  f"{r['stream']:>6} {r['role']:<5} {r['ops']:>7,} "
                   f"{_f(r['busy_per_step_us']):>13} {_f(r['busy_share'], 3):>6} "
                   f"{_f(r.get('aux_gap_count')):>10} {_f(r.get('aux_gap_mean_us')):>12}")
     if s["ranks"]:

@@ -9,18 +9,44 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from collectors.configkeys import READING_ORDER
 from collectors.traces.load import rank_of
 
 from .stats.assess import level_pct as level_pct  # the printed level of alpha, one source
 
-# config keys in the order people read them; other keys follow, sorted
-KEY_ORDER = ("batch_size", "tp", "dcp", "pp", "ep", "mtp", "shared_experts", "cuda_graphs",
-             "concurrency", "request_rate", "input_len", "output_len", "dtype", "act_bits")
+KEY_ORDER = READING_ORDER
 _SHORT = {"batch_size": "M"}
 HIDDEN = ("gpu", "gpu_count")  # shown once, at the end
+# the identity keys a run's files did not say (`model,tp`): part of its series, read as words
+UNKNOWN = "unknown"
+
+
+def unknown_keys(series: Mapping[str, Any]) -> list[str]:
+    """The identity keys a series does not know (its `unknown` config key, `model,tp`)."""
+    v = series.get(UNKNOWN)
+    return [k for k in v.split(",") if k] if isinstance(v, str) else []
+
+
+# the flag of `perfwarden ingest` that gives each identity key a run's files did not say
+INGEST_FLAGS = {"model": "--config model=...", "tp": "--config tp=...", "gpu": "--gpu",
+                "gpu_count": "--gpu-count"}
+NEVER_VARIED = ("gpu", "gpu_count")
+
+
+def settle_unknown(keys: Sequence[str]) -> str:
+    """How a user says what is unknown: the ingest flags, or `--vary` where a key may vary."""
+    flags = " ".join(INGEST_FLAGS.get(k, f"--config {k}=...") for k in keys)
+    varied = [k for k in keys if k not in NEVER_VARIED]
+    return f"give {flags} at ingest" + (
+        f" or {' '.join(f'--vary {k}' for k in varied)}" if varied else "")
+
+
+def unknown_words(series: Mapping[str, Any]) -> str:
+    """`model unknown tp unknown`: what a series does not know, as its label says it."""
+    return " ".join(f"{k} unknown" for k in unknown_keys(series))
 
 
 def is_whole(v: float) -> bool:
@@ -81,13 +107,17 @@ def _value(v: Any) -> str:
 def series_label(series: Mapping[str, Any]) -> str:
     """Every config key of a series (varied keys as baseline→candidate) and its GPUs; never cut,
     so two different series never read the same."""
+    words = unknown_words(series)
     keys = [k for k in KEY_ORDER if k in series] + sorted(
-        k for k in series if k not in KEY_ORDER and k not in HIDDEN)
+        k for k in series if k not in KEY_ORDER and k not in HIDDEN and not (
+            k == UNKNOWN and words))
     parts = [f"{_SHORT.get(k, k)}={_value(series[k])}" for k in keys
              if series[k] not in (None, "")]
     hw = hardware(series.get("gpu"), series.get("gpu_count"))
     if hw:
         parts.append(hw)
+    if words:
+        parts.append(words)
     return " ".join(parts) or "-"
 
 
@@ -120,6 +150,7 @@ def series_short(config: Mapping[str, Any], gpu: str | None = None,
         if k in config:
             parts.append(f"{k}={config[k]}")
     parts.append(hardware(gpu, gpu_count))
+    parts.append(unknown_words(config))
     return " ".join(p for p in parts if p)
 
 
@@ -149,8 +180,9 @@ _MD_CODE_UNSAFE = frozenset("`|<&")
 def md(value: Any, code: bool = False, block: bool = False) -> str:
     """`value` as Markdown text that shows it literally and cannot change the structure around
     it: one line, its Markdown and HTML characters as entities, `@` kept from mentioning anyone
-    (a zero-width space after it). `code`: as inline code; a plain value keeps its backticks,
-    one holding a backtick, `|`, `<` or `&` becomes `<code>`, escaped as text is. `block`:
+    and a bare URL (`https://`, `www.`) from becoming a link (a zero-width space in each).
+    `code`: as inline code; a plain value keeps its backticks, one holding a backtick, `|`,
+    `<` or `&` becomes `<code>`, escaped as text is. `block`:
     a fenced code block of its lines, the fence longer than any backtick run in them (so no
     line can close it)."""
     if block:
@@ -161,8 +193,17 @@ def md(value: Any, code: bool = False, block: bool = False) -> str:
     if code:
         if _MD_CODE_UNSAFE.isdisjoint(text):
             return f"`{text}`"  # in a code span nothing else is read as Markdown or a mention
-        return f"<code>{text.translate(_MD_ENTITY).replace('@', '@' + chr(0x200B))}</code>"
-    return text.translate(_MD_ENTITY).replace("@", "@\u200b")
+        return f"<code>{_no_autolink(text.translate(_MD_ENTITY))}</code>"
+    return _no_autolink(text.translate(_MD_ENTITY))
+
+
+# what GitHub turns into a link or a mention by itself: a scheme's `://`, a `www.` host,
+# `@name` (and an e-mail address); a zero-width space breaks each, the text reads the same
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.I)
+
+
+def _no_autolink(text: str) -> str:
+    return _AUTOLINK.sub("\u200b", text)
 
 
 def md_comment(name: Any) -> str:

@@ -11,7 +11,8 @@ def print_gate(r: GateOut) -> None:
     v = view(r)
     vary = f"; varied: {', '.join(r.vary)}" if r.vary else ""
     print(f"verdict: {v.word}  ({r.benchmark}: runs {r.candidate_run_ids} vs "
-          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary}; {v.alpha})")
+          f"baseline {r.baseline} = runs {r.baseline_run_ids}; {r.correction}{vary}; {v.alpha})"
+          + (f"; {v.unknown}" if v.unknown else ""))
     # the series label is never cut: it gets its own line above each metric row
     print(f"\n  {'metric':<22} {'base mean':>12} {'cand mean':>12} {'change':>9} "
           f"{v.level + ' CI':>17} {'bound':>8} {'thr':>6}  verdict")
@@ -21,15 +22,24 @@ def print_gate(r: GateOut) -> None:
         if row.series != last:
             print(f"  [{row.series}]")
             last = row.series
-        ci = "-" if row.exact else interval(m.ci_low_pct, m.ci_high_pct)
+        one_run = min(m.baseline.runs, m.candidate.runs) == 1 and m.ci_low_pct is None
+        ci = "-" if row.exact else "n=1: no interval" if one_run else \
+            interval(m.ci_low_pct, m.ci_high_pct)
         bound = "-" if row.exact else pct(m.bound_pct)
         name = f"{m.name} (evidence)" if row.evidence_only else m.name
         print(f"  {name:<22} {num(m.baseline.mean):>12} {num(m.candidate.mean):>12} "
-              f"{pct(m.delta_pct):>9} {ci:>17} {bound:>8} {m.threshold_pct:>5g}%  {m.verdict}")
+              f"{pct(m.delta_pct):>9} {ci:>17} {bound:>8} {m.threshold_pct:>5g}%  {m.verdict}"
+              + (" (muted)" if m.muted else ""))
     for row in v.rows:
         for note in (row.reason, row.spread):
             if note is not None:
                 print(f"  - {row.metric.name} [{row.series}]: {note}")
+        if row.evidence:
+            print(f"  evidence [{row.series}]: {row.evidence.text(code='')}")
+    if r.cause is not None:
+        print(f"cause: {r.cause.line}")
+    for c in r.curations:
+        print(f"curation: {c.line}")
 
 
 def print_noise(r: NoiseOut) -> None:

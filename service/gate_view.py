@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.verdicts import PASS, REGRESSION
+
 from .evidence import Evidence, evidence, last_of_series
-from .format import level_pct, series_label, split_series
+from .format import level_pct, series_label, settle_unknown, split_series, unknown_keys
 from .schemas import GateOut, MetricVerdict
 
 
@@ -50,6 +52,7 @@ class GateView:
     common: dict[str, Any]
     common_label: str
     rows: list[VerdictRow]
+    unknown: str  # what the compared runs do not know of their server, said beside the verdict
     _by_metric: dict[int, VerdictRow] = field(repr=False)
 
     def row(self, m: MetricVerdict) -> VerdictRow:
@@ -63,7 +66,7 @@ class GateView:
 
     @property
     def regressions(self) -> list[VerdictRow]:
-        return [r for r in self.rows if r.metric.verdict == "regression"]
+        return [r for r in self.rows if r.metric.verdict == REGRESSION]
 
 
 def _spread(m: MetricVerdict) -> str | None:
@@ -75,16 +78,28 @@ def _spread(m: MetricVerdict) -> str | None:
     return None
 
 
+def _unknown(answer: GateOut) -> str:
+    """`model unknown, tp unknown: ...` where a compared series does not know which server it
+    measured (and the request does not vary the key), else ""."""
+    keys = list(dict.fromkeys(k for m in answer.metrics if m.baseline.runs
+                              for k in unknown_keys(m.series) if k not in answer.vary))
+    if not keys:
+        return ""
+    return (f"{', '.join(f'{k} unknown' for k in keys)}: the runs compared may be of different "
+            f"servers ({settle_unknown(keys)})")
+
+
 def view(answer: GateOut) -> GateView:
     common, diffs = split_series([m.series for m in answer.metrics])
     rows = [VerdictRow(
         metric=m, series=series_label(m.series), differs=series_label(diff) if diff else "",
         exact=m.method == "exact",
         evidence=evidence(answer, m) if last_of_series(answer.metrics, i) else None,
-        reason=m.reason if m.verdict != "pass" and m.role == "gate" else None,
+        reason=m.reason if m.verdict != PASS and m.role == "gate" else None,
         spread=_spread(m)) for i, (m, diff) in enumerate(zip(answer.metrics, diffs))]
     alpha = f"alpha {answer.alpha:g}" + (f" over {answer.looks} looks" if answer.looks > 1 else "")
     return GateView(answer=answer, verdict=answer.verdict, word=answer.verdict.upper(),
                     level=level_pct(answer.alpha / answer.looks), alpha=alpha, common=common,
                     common_label=series_label(common) if common else "", rows=rows,
+                    unknown=_unknown(answer),
                     _by_metric={id(m): r for m, r in zip(answer.metrics, rows)})

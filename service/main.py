@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -36,6 +37,15 @@ STATUS: dict[type[DomainError], int] = {
     BadRequest: 400, Unauthorized: 401, Forbidden: 403, NotFound: 404, Conflict: 409,
     TooLarge: 413, Invalid: 422, Unavailable: 503,
 }
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _disk_full(e: OperationalError) -> bool:
+    """SQLite's "database or disk is full", PostgreSQL's disk_full (SQLSTATE 53100)."""
+    orig = getattr(e, "orig", None)
+    return getattr(orig, "sqlstate", None) == "53100" or "disk is full" in str(e)
 
 
 def status_of(e: DomainError) -> int:
@@ -74,8 +84,20 @@ def _error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
         return error_response(e.status_code, code, str(e.detail), None, request)
 
+    @app.exception_handler(OSError)
+    async def _os_error(request: Request, e: OSError):
+        if e.errno in DISK_FULL:  # whatever was being written is removed where it fails
+            log.error("disk full: %s", e)
+            return error_response(507, "insufficient_storage", "the server's disk is full: "
+                                  "nothing was stored; try again later", None, request)
+        return await _unexpected(request, e)
+
     @app.exception_handler(OperationalError)
     async def _db_down(request: Request, e: OperationalError):
+        if _disk_full(e):
+            log.error("database disk full: %s", str(e).splitlines()[0])
+            return error_response(507, "insufficient_storage", "the database's disk is full: "
+                                  "nothing was stored; try again later", None, request)
         log.error("database error: %s", str(e).splitlines()[0])
         return error_response(503, "database_unavailable", "the database is not answering; "
                               "try again", None, request)
@@ -94,6 +116,7 @@ def _routers(app: FastAPI) -> None:
         attribution,
         baselines,
         benchmarks,
+        curations,
         experiments,
         explain,
         gate,
@@ -113,6 +136,7 @@ def _routers(app: FastAPI) -> None:
     app.include_router(history.router)
     app.include_router(benchmarks.router)
     app.include_router(alerts.router)
+    app.include_router(curations.router)
     app.include_router(health.router)
 
 
@@ -138,6 +162,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from .api.guard import Guard
 
     app.add_middleware(Guard, settings=settings)  # in front of every route (api/guard.py)
+    from .api.lanes import Lanes
+
+    app.add_middleware(Lanes, settings=settings)  # the heavy reads' own lane (api/lanes.py)
+    from .api.hosts import Hosts
+
+    app.add_middleware(Hosts, settings=settings)  # first of all: the Host allow-list
     _error_handlers(app)
     _routers(app)
     _offline_docs(app)

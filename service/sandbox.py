@@ -5,7 +5,6 @@ TraceError, final: the same file would break the same limit again."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import logging
 import multiprocessing as mp
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+from collectors import forked
 from collectors.traces import TraceError
 from collectors.traces.load import MAX_INFLATED_ENV, MAX_RATIO_ENV
 
@@ -94,7 +94,9 @@ def _lowest_priority() -> None:
 def _child(out: Any, work: Callable[[], Any], parent: int, sandbox: Sandbox,
            nbytes: int, idle: bool) -> None:
     """The forked analysis: a process group of its own (its pieces in it, so a failure is ended
-    whole), killed with the worker (PR_SET_PDEATHSIG), at the lowest CPU priority where `idle`
+    whole), killed with the worker or server that forked it (PR_SET_PDEATHSIG) and holding none
+    of its sockets (the listening one, database connections) or pipe ends but `out`
+    (collectors/forked.py), at the lowest CPU priority where `idle`
     (a job) and at the caller's where not (a page a user waits for: at SCHED_IDLE a parse
     beside two busy cores waited minutes), under the sandbox's limits, none of the
     parent's objects collected (their finalizers may want locks or sockets of the server's
@@ -102,9 +104,8 @@ def _child(out: Any, work: Callable[[], Any], parent: int, sandbox: Sandbox,
     gc.freeze()
     try:
         os.setpgid(0, 0)
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-        if os.getppid() != parent:  # the worker died before prctl took
-            os._exit(1)
+        # pipe ends stay (multiprocessing in the analysis relies on them); sockets go
+        forked.settle(parent, {out.fileno()}, pipes=False)
         if idle:
             _lowest_priority()
         sandbox.enter(nbytes)

@@ -29,6 +29,28 @@ def _records(root: Path) -> list[tuple[Path, dict]]:
     return out
 
 
+def _inside(root: Path, record: Path, repo_root: Path, name: object) -> Path | None:
+    """A trace file a record names: relative to the record file (as collectors write them), else
+    to the repository. Either way it lies inside the seeded folder or, where that folder is part
+    of the repository's data folder, inside that data folder (a record of data/h200/runs names
+    data/h200/traces/...); an absolute path, a `..` or a link out of it is refused. None where it
+    is not there."""
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or \
+            ".." in Path(name).parts:
+        raise Invalid(f"{record}: trace file {str(name)[:200]!r} is not a relative path inside "
+                      "the seeded folder")
+    top = root.resolve()
+    data = (repo_root / "data").resolve()
+    tops = (top, data) if top.is_relative_to(data) else (top,)
+    for path in (record.parent / name, repo_root / name):
+        if path.exists():
+            if not any(path.resolve().is_relative_to(t) for t in tops):
+                raise Invalid(f"{record}: trace file {name[:200]!r} lies outside the seeded folder "
+                              f"{root}")
+            return path
+    return None
+
+
 def seed(settings: Settings, directory: str | Path, progress: bool = False) -> int:
     root = Path(directory)
     if not root.is_dir():
@@ -47,13 +69,11 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
             run = RunIn.model_validate(rec)
         except ValidationError as e:
             raise Invalid(f"{f}: {from_validation(e).message}") from None
+        paths = [_inside(root, f, repo_root, tf) for tf in files]
         run_id, created = ingest.store_run(sessions, run)
         stored += created
-        for tf in files if created else []:
-            # relative to the record file (as collectors write them), else to the repository
-            path = Path(tf) if Path(tf).is_absolute() else (
-                f.parent / tf if (f.parent / tf).exists() else repo_root / tf)
-            if path.exists():
+        for path in paths if created else []:
+            if path is not None:
                 traces.attach_file(sessions, settings.data_dir, run_id, path)
         if progress and (i % 10 == 0 or i == len(items)):
             print(f"seed: {i}/{len(items)} run records", file=sys.stderr, flush=True)

@@ -216,3 +216,25 @@ def write_at_once(database_url: str, update_sql: str) -> str:
         return type(e).__name__
     finally:
         eng.dispose()
+
+
+# Where a test reads the database only through use cases another test runs on both databases,
+# its PostgreSQL copy finds nothing more: the pages (tests/dashboards/) and tests marked
+# `one_database` run on SQLite only; a module of them that reaches SQL of its own sets
+# BOTH_DATABASES = True.
+ONE_DATABASE_FOLDERS = ("tests/dashboards/",)
+
+
+def pytest_collection_modifyitems(config, items):
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        on_pg = spec is not None and spec.params.get("db_url") == "postgresql"
+        path = Path(str(item.fspath)).relative_to(ROOT).as_posix()
+        one = item.get_closest_marker("one_database") is not None or (
+            path.startswith(ONE_DATABASE_FOLDERS)
+            and not getattr(item.module, "BOTH_DATABASES", False))
+        (drop if on_pg and one else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

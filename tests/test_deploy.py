@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -12,7 +13,11 @@ from tests.conftest import ROOT
 def test_compose_file_is_coherent():
     doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     s = doc["services"]
-    assert set(s) == {"db", "migrate", "api", "worker"}
+    assert set(s) == {"db", "migrate", "api", "worker", "proxy"}
+    # only the proxy is published, on loopback unless PERFWARDEN_PUBLISH says otherwise
+    assert "ports" not in s["api"] and s["api"]["expose"] == ["8000"]
+    assert s["proxy"]["ports"] == ["${PERFWARDEN_PUBLISH:-127.0.0.1:8000}:8080"]
+    assert s["proxy"]["volumes"] == ["./deploy/nginx.conf:/etc/nginx/nginx.conf:ro"]
     assert s["db"]["healthcheck"]["test"][1].startswith("pg_isready")
     assert s["migrate"]["command"] == ["perfwarden", "db", "upgrade", "head"]
     assert s["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
@@ -54,3 +59,34 @@ def test_the_server_parses_http_in_c_on_uvloop():
         import uvloop
 
         assert config.get_loop_factory() is uvloop.new_event_loop
+
+
+def test_the_proxy_config_is_valid_nginx_with_deadlines_and_caps(tmp_path):
+    """deploy/nginx.conf: what it sets, and `nginx -t` accepts it (the upstream's name `api`,
+    which resolves only inside the stack, put as loopback for the check)."""
+    import re
+    import shutil
+
+    from service.config import Settings
+
+    text = (ROOT / "deploy" / "nginx.conf").read_text()
+    directives = dict(re.findall(r"^\s*(client_header_timeout|client_body_timeout|send_timeout|"
+                                 r"keepalive_timeout)\s+(\S+);", text, re.M))
+    assert directives == {"client_header_timeout": "10s", "client_body_timeout": "30s",
+                          "send_timeout": "30s", "keepalive_timeout": "15s"}
+    caps = re.findall(r"client_max_body_size\s+(\S+);", text)
+    s = Settings()
+    size = {"8m": 8 << 20, "64m": 64 << 20, "2g": 2 << 30}
+    assert [size[c] for c in caps] == [s.max_body_bytes, s.max_batch_bytes, s.max_trace_bytes]
+    assert re.search(r"limit_conn per_client \d+;", text) and "server api:8000;" in text
+    assert "proxy_set_header Host $host;" in text  # the allow-list sees the client's name
+    nginx = shutil.which("nginx")
+    if nginx is None:
+        pytest.skip("nginx is not installed here (apt-get install nginx-light)")
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(text.replace("server api:8000;", "server 127.0.0.1:8000;"))
+    r = subprocess.run([nginx, "-t", "-c", str(conf), "-p", str(tmp_path),
+                        "-e", str(tmp_path / "error.log")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "syntax is ok" in r.stderr

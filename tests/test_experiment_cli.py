@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from tests.test_cli import run
 
-DECODE = (f"{sys.executable} -m collectors collect decode --device cpu --trials 5 --steps 64 "
-          "--warmup 4 --threads 1 --quiet --out {out}")
+pytestmark = pytest.mark.serial  # it measures time: alone, never beside another test
+
+DECODE = (f"{sys.executable} -m collectors collect decode --device cpu --trials 3 --steps 32 "
+          "--warmup 2 --threads 1 --quiet --out {out}")
 # CPU decode on a shared 2-core machine swings by 2x in wall-clock tok/s between processes when
 # others load it; tokens per CPU-second of one thread move far less: that is the metric judged,
 # and the threshold says which size of change matters here
@@ -43,11 +47,12 @@ def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
     assert orders(json.loads(out.read_text())) == ["AB", "BA", "BA", "AB"]
 
 
-def test_the_cpu_presets_three_extra_passes_are_a_regression(tmp_path):
-    """The CPU preset decides the experiment bar's candidate (three more shared-expert passes a
-    layer, 2.2x slower on two cores, data/cpu_preset/) at its threshold, in 4 pairs."""
+def test_the_cpu_presets_extra_passes_are_a_regression(tmp_path):
+    """The CPU preset decides a candidate of six more shared-expert passes a layer (about 0.45x
+    the preset's cpu_tok_s on a 2-core VM; three cost 0.57-0.75x there, too near the 25%
+    threshold for a test that must not flake either way) at its threshold, in 4 pairs."""
     preset = (f"{sys.executable} -m collectors collect decode --preset cpu --quiet --out {{out}}")
-    r = run("experiment", "--baseline-cmd", preset, "--candidate-cmd", preset + " --extra-work 3",
+    r = run("experiment", "--baseline-cmd", preset, "--candidate-cmd", preset + " --extra-work 6",
             "--id", "cpu-preset", "--out", str(tmp_path / "p.json"), *COMMON, timeout=900)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "FAIL" in r.stdout.split("verdict:")[1].split("\n")[0]

@@ -216,3 +216,39 @@ def f(r, file_id):
     assert sorted(got) == sorted([
         "r['_engine']", "{'_files': ...}", "r.setdefault('_files', [])", "r.pop('_files', None)",
         "'_files' in r", "r.get('_engine')", "r['_mtime']", "dict(_seen=...)"])
+
+
+def test_verdict_words_are_defined_once():
+    """The API's verdict types are the vocabulary's words, and no other module spells them."""
+    import re
+    from typing import get_args
+
+    from collectors.verdicts import GATE_VERDICTS, METRIC_VERDICTS
+    from service.schemas import GateOut, MetricVerdict
+
+    assert set(get_args(MetricVerdict.model_fields["verdict"].annotation)) == set(METRIC_VERDICTS)
+    assert set(get_args(GateOut.model_fields["verdict"].annotation)) == set(GATE_VERDICTS)
+    spelled = re.compile(r"""(==|!=|in|return|=)\s*\(?["'](regression|improvement|inconclusive)["']""")
+    bad = [f"{p.relative_to(ROOT)}:{n}" for folder in ("service", "collectors", "dashboards")
+           for p in sorted((ROOT / folder).rglob("*.py")) if p.name != "verdicts.py"
+           for n, line in enumerate(p.read_text().splitlines(), 1) if spelled.search(line)]
+    assert bad == []
+
+
+def test_config_keys_are_defined_once():
+    """The server keys an engine's files name are the keys the gate refuses to pool across."""
+    from collectors import configkeys
+    from collectors.engines import identity
+    from service.format import KEY_ORDER
+    from service.schemas import FIXED_SERIES_KEYS
+    from service.usecases import comparisons
+
+    assert comparisons.IDENTITY_KEYS == configkeys.SERVER_KEYS + configkeys.HARDWARE_KEYS
+    assert set(configkeys.SERVER_KEYS) <= set(identity.WORKLOAD_KEYS)
+    assert FIXED_SERIES_KEYS == configkeys.HARDWARE_KEYS and KEY_ORDER == configkeys.READING_ORDER
+    spelled = re.compile(r"""^\w+_KEYS\s*=\s*\(\s*["']""")
+    bad = [f"{p.relative_to(ROOT)}:{n}" for folder in ("service", "collectors", "dashboards")
+           for p in sorted((ROOT / folder).rglob("*.py")) if p.name != "configkeys.py"
+           for n, line in enumerate(p.read_text().splitlines(), 1)
+           if spelled.match(line) and any(k in line for k in ('"tp"', '"model"', '"gpu"'))]
+    assert bad == []

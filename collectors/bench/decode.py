@@ -50,6 +50,9 @@ class DecodeConfig:
     profile_timeout: float = 300.0  # watchdog of each profile pass, seconds
     profile_pass: str = ""  # internal: this process is the profile pass ("nsys" or "torch")
     quiet: bool = False
+    # set by run(): the visible GPUs when fewer than the ranks, which then share them round-robin
+    # over gloo (a functional capture of the TP shape, not a speed figure); 0: one GPU a rank
+    shared_gpus: int = 0
 
 
 def log(cfg: DecodeConfig, msg: str) -> None:
@@ -86,7 +89,14 @@ def run(cfg: DecodeConfig) -> list[dict]:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("--device cuda: no CUDA device is visible")
     if cfg.device == "cuda" and torch.cuda.device_count() < cfg.tp:
-        raise RuntimeError(f"--tp {cfg.tp} needs {cfg.tp} GPUs, {torch.cuda.device_count()} visible")
+        n = torch.cuda.device_count()
+        if cfg.cuda_graphs:
+            raise RuntimeError(f"--tp {cfg.tp} on {n} GPU(s) shares them over gloo, whose "
+                               f"collectives CUDA graphs cannot capture: drop --cuda-graphs, or "
+                               f"run on {cfg.tp} GPUs (NCCL, one a rank)")
+        cfg.shared_gpus = n
+        log(cfg, f"--tp {cfg.tp} on {n} GPU(s): ranks share them round-robin over gloo (a "
+                 "functional capture, not a speed figure)")
     if cfg.cuda_graphs and cfg.device != "cuda":
         raise RuntimeError("--cuda-graphs needs --device cuda")
     if cfg.routed_kernel == "resident" and cfg.device != "cuda":
@@ -185,15 +195,16 @@ def _join(cfg: DecodeConfig, rank: int, port: int | None, distributed: bool):
     import torch.distributed as dist
 
     if distributed:
-        backend = "nccl" if cfg.device == "cuda" else "gloo"
+        backend = "nccl" if cfg.device == "cuda" and not cfg.shared_gpus else "gloo"
         if port is not None:
             dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                     world_size=cfg.tp)
         else:
             dist.init_process_group(backend)
     if cfg.device == "cuda":
-        torch.cuda.set_device(rank)
-        return torch.device("cuda", rank)
+        index = rank % cfg.shared_gpus if cfg.shared_gpus else rank
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
     torch.set_num_threads(cpu_threads(cfg.tp, cfg.threads))
     return torch.device("cpu")
 
@@ -313,7 +324,8 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
               "experts": r["shape"]["experts"], "top_k": r["shape"]["top_k"],
               "dtype": r["shape"]["dtype"]}
     rec = {"benchmark": cfg.benchmark, "config": config,
-           "hardware": envinfo.hardware(cfg.device, cfg.tp), "environment": envinfo.environment(),
+           "hardware": envinfo.hardware(cfg.device, cfg.shared_gpus or cfg.tp),
+           "environment": envinfo.environment(),
            "started_at": started,
            "metrics": {"tok_s": metric("tok_s", [t["tok_s"] for t in trials]),
                        **({"cpu_tok_s": metric("cpu_tok_s", [t["cpu_tok_s"] for t in trials])}
@@ -328,6 +340,9 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     # so the planted runs share the series of the code they are compared against
     if cfg.deterministic:
         config["deterministic"] = True
+    if cfg.shared_gpus:  # its own series: never judged against one GPU a rank
+        config["gpu_sharing"] = (f"{cfg.tp} ranks round-robin on {cfg.shared_gpus} GPU(s), gloo: "
+                                 "a functional capture, not a speed figure")
     if cfg.device == "cpu":  # threads per rank change the workload on a CPU
         config["threads"] = cfg.threads
     if cfg.routed_kernel != "bmm":  # the batched-GEMM default keeps the series of earlier runs

@@ -32,6 +32,13 @@ GATE_ARGS = {"cpu": "--metric cpu_tok_s --threshold cpu_tok_s=30"}
 RUNS = {"cpu": 3}
 
 
+def cpu_default(tp: int) -> bool:
+    """Is the CPU preset the shape of a CPU run that names none: does its shape split over `tp`
+    ranks (as the model splits heads and the experts' intermediate sizes)?"""
+    shape = PRESETS["cpu"]["shape"]
+    return all(shape[k] % tp == 0 for k in ("heads", "expert_inter", "shared_inter"))
+
+
 def apply_preset(args: argparse.Namespace) -> None:
     """Fill in the preset's values where the command line left a flag at its default (the
     DecodeConfig's); a flag given with another value wins, and a `--shape` given beside a

@@ -48,7 +48,8 @@ def _add_decode(csub: argparse._SubParsersAction) -> None:
     d.add_argument("--shape", help="model shape as JSON (ModelShape fields)")
     d.add_argument("--preset", choices=["cpu"],
                    help="built-in settings: cpu = a CPU runner's gateable shape and one thread "
-                        "per rank (collectors/bench/presets.py; flags given beside it win)")
+                        "per rank (collectors/bench/presets.py; flags given beside it win); "
+                        "--device cpu without --shape or --layers takes it where its shape splits over --tp")
     d.add_argument("--kv-cache-gib", type=positive(float), default=4.0,
                    help="CPU only: memory granted to the KV cache")
     d.add_argument("--threads", type=positive(int), default=0,
@@ -93,9 +94,12 @@ def cmd_collect_decode(args: argparse.Namespace) -> int:
 
     if args.from_config:
         return _run_from_config(args)
-    if args.preset:
-        from ..bench.presets import GATE_ARGS, RUNS, apply_preset
+    from ..bench.presets import GATE_ARGS, RUNS, apply_preset, cpu_default
 
+    if not args.preset and args.device == "cpu" and not args.shape and args.layers is None \
+            and cpu_default(args.tp):
+        args.preset = "cpu"  # a CPU run takes the measured CPU shape unless a shape is given
+    if args.preset:
         apply_preset(args)
         if not args.quiet:
             print(f"preset {args.preset}: gate it with {GATE_ARGS[args.preset]}, "

@@ -15,8 +15,12 @@ from ..errors import BadRequest, Forbidden, Invalid, TooLarge, Unauthorized
 from ..schemas import ErrorOut
 from ..usecases import tokens
 
-ERRORS: dict[int | str, dict] = {code: {"model": ErrorOut}
-                                 for code in (401, 403, 404, 409, 413, 415, 422)}
+
+def errors(*codes: int) -> dict[int | str, dict]:
+    """A route's documented error answers, each in the one error shape."""
+    return {code: {"model": ErrorOut} for code in codes}
+
+
 
 
 def settings(request: Request) -> Settings:
@@ -71,7 +75,7 @@ def _loopback_addr(host: str | None) -> bool:
                                  host == "::ffff:127.0.0.1")
 
 
-def _host_name(authority: str) -> str:
+def host_name(authority: str) -> str:
     """The name of a `Host` header value (`localhost:8000` -> `localhost`, `[::1]:80` -> `[::1]`)."""
     authority = authority.strip().lower()
     if authority.startswith("["):
@@ -95,7 +99,7 @@ def local_refusal(request: Request) -> str | None:
     if any(name in h for name in PROXY_HEADERS):
         return "the request came through a proxy (Forwarded or X-Forwarded-For)"
     host = h.get("host", "")
-    if _host_name(host) not in LOOPBACK_NAMES:
+    if host_name(host) not in LOOPBACK_NAMES:
         return f"the Host header {host[:100]!r} is not a loopback name"
     if h.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
         return f"{CROSS_SITE} another site (Sec-Fetch-Site)"

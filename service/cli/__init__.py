@@ -1,7 +1,7 @@
 """`perfwarden`: the collectors' commands (collect, analyze, experiment, ingest; collectors/cli/)
 with the full install's experiment judge passed in, plus the server-side commands, one module
 per group: server.py (serve, worker, db, tokens, seed), gate.py (gate), history.py (noise,
-attribute), explain.py (explain), baseline.py (baseline), bisect.py (bisect), comment.py
+attribute), explain.py (explain), baseline.py (baseline), curate.py (curate), bisect.py (bisect), comment.py
 (comment), experiment.py (the local judge of `experiment`); common.py holds what they share
 (settings, the `--server` client, exit codes, the local database session).
 
@@ -19,6 +19,7 @@ from .baseline import add_baseline
 from .bisect import add_bisect
 from .comment import add_comment
 from .common import ERROR_CODES, EXIT_BISECT_ABORT
+from .curate import add_curate
 from .experiment import JUDGING
 from .explain import add_explain
 from .gate import add_gate
@@ -35,6 +36,7 @@ def full_parser() -> argparse.ArgumentParser:
     add_history(sub)
     add_explain(sub)
     add_baseline(sub)
+    add_curate(sub)
     add_bisect(sub)
     add_comment(sub)
     return parser

@@ -1,4 +1,5 @@
-"""What the server-side commands share: the settings, the HTTP client of `--server`, exit codes."""
+"""What the server-side commands share: the settings, `--server` requests (through the one API
+client, collectors/record.py), exit codes."""
 from __future__ import annotations
 
 import os
@@ -9,9 +10,8 @@ from collectors.errors import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
-    Unreachable,
-    for_status,
 )
+from collectors.record import call
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 # every error's code (2 any other, 64 usage, 65 bad input, 69 unreachable; collectors/errors.py)
@@ -38,39 +38,10 @@ def redact(url: str) -> str:
     return url
 
 
-def _client(server: str):
-    import httpx
-
-    headers = {}
-    token = os.environ.get("PERFWARDEN_TOKEN")
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=60)
-
-
 def api(server: str, method: str, path: str, **kw) -> dict:
-    """One request to `server` (PERFWARDEN_TOKEN as its bearer token); its JSON answer, or
-    CliError with the server's one-line message: Unreachable (69) when it cannot be reached or
-    answers 5xx, Refused (65 for an invalid or unknown input) for 4xx."""
-    import httpx
-
-    try:
-        with _client(server) as c:
-            r = c.request(method, path, **kw)
-    except httpx.HTTPError as e:
-        raise Unreachable(f"cannot reach {server}: {e}") from None
-    if r.status_code == 204:
-        return {}
-    try:
-        body = r.json()
-    except ValueError:
-        if r.status_code >= 500:
-            raise Unreachable(f"{server} answered {r.status_code}") from None
-        raise CliError(f"{server} answered {r.status_code} without JSON") from None
-    if r.status_code >= 400:
-        msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
-        raise for_status(f"{server} answered {r.status_code}: {msg or body}", r.status_code)
-    return body
+    """One request to `server` through the one client of the server's API (collectors/record.py,
+    `call`): its JSON answer, or CliError with the server's one-line message."""
+    return call(server, method, path, **kw)
 
 
 def pending_evidence(server: str, run_ids: list[int], call=api) -> str | None:  # noqa: ANN001

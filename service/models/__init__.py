@@ -1,15 +1,16 @@
-"""ORM models, one module per resource; the package imports them all. The schema changes only
-through Alembic (migrations/). base.py (the declarative base), benchmarks.py (benchmarks, series,
-the metric registry rows), runs.py (runs, samples, per-metric figures), traces.py (trace files),
-baselines.py, alerts.py, series_state.py (the evaluation state per series and the runs waiting
-for evaluation), summary.py (stored summaries), tokens.py, bot.py (PR comments), jobs.py (the
-SQLite queue's table), evaluations.py (the full alert re-evaluations and the experiments'
-stored plans)."""
+"""ORM models, one module per resource; the package imports them all. The schema changes only through
+Alembic (migrations/). base.py (the declarative base), benchmarks.py (benchmarks, series, the metric
+registry rows), runs.py (runs, samples, per-metric figures), traces.py (trace files), baselines.py,
+alerts.py, series_state.py (the evaluation state per series and the runs waiting for evaluation),
+summary.py (stored summaries), tokens.py, bot.py (PR comments), jobs.py (the SQLite queue's table),
+curations.py (expected change points and mutes, audited), evaluations.py (the full alert re-
+evaluations and the experiments' stored plans)."""
 from .alerts import Alert
 from .base import NAME, Base
 from .baselines import Baseline, BaselineHistory
 from .benchmarks import Benchmark, MetricDef, Series
 from .bot import PrComment
+from .curations import Curation
 from .evaluations import AlertEvaluation, ExperimentPlan
 from .jobs import Job
 from .runs import Run, RunMetric, Sample
@@ -22,4 +23,5 @@ __all__ = [
     'NAME', 'Base', 'Benchmark', 'Series', 'MetricDef', 'Run', 'Sample', 'RunMetric',
     'TraceFile', 'Baseline', 'BaselineHistory', 'ApiToken', 'PrComment', 'Alert', 'Job',
     'PendingEvaluation', 'SeriesState', 'Summary', 'AlertEvaluation', 'ExperimentPlan',
+    'Curation',
 ]

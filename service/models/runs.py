@@ -44,7 +44,7 @@ class Run(Base):
     determinism: Mapped[dict | None] = mapped_column(JSON)
     trace_summary: Mapped[dict | None] = mapped_column(JSON)
     extra: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
-    # one arm of an interleaved A/B experiment (spec/api.md v1.1, "Experiments")
+    # one arm of an interleaved A/B experiment (spec/api.md, "Experiments")
     experiment_id: Mapped[str | None] = mapped_column(String(NAME), index=True)
     experiment_arm: Mapped[str | None] = mapped_column(String(16))
     experiment_block: Mapped[int | None] = mapped_column(Integer)

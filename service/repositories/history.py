@@ -101,12 +101,35 @@ def every_history_row(session: Session, bench_id: int, metric: str, page: int, *
         after = (rows[-1].started_at, rows[-1].id)
 
 
+def history_means(session: Session, bench_id: int, metric: str, branch: str | None) -> list:
+    """(series_id, id, body_sha256, mean) of every run of one branch's history (None: every
+    branch), oldest first: the few columns the change points read, as plain tuples of one
+    statement (a server-side cursor would make PostgreSQL plan for the first rows, not all)."""
+    q = (select(Run.series_id, Run.id, Run.body_sha256, RunMetric.mean)
+         .join(RunMetric, RunMetric.run_id == Run.id)
+         .where(Run.benchmark_id == bench_id, RunMetric.metric == metric))
+    q = filter_runs(q, history_branch=branch).order_by(Run.started_at, Run.id)
+    return list(session.connection().execute(q).tuples())
+
+
+def run_marks(session: Session, ids: list[int]) -> dict[int, tuple[datetime, str | None]]:
+    """Start time and commit of these runs."""
+    if not ids:
+        return {}
+    rows = session.execute(select(Run.id, Run.started_at, Run.commit)
+                           .where(Run.id.in_(sorted(set(ids)))))
+    return {i: (t, c) for i, t, c in rows}
+
+
 def recent_means(session: Session, bench_id: int, pairs: Iterable[tuple[int, str]], branch: str,
-                 exclude: Iterable[int], limit: int) -> dict[tuple[int, str], list[float]]:
+                 exclude: Iterable[int], limit: int,
+                 since: dict[tuple[int, str], datetime] | None = None
+                 ) -> dict[tuple[int, str], list[float]]:
     """For each (series, metric) pair, the run means of the newest `limit` runs of that series'
     `branch` history (the history rule), leaving out the runs in `exclude` and counting a record
     posted twice as its first post; oldest first. One statement for every pair (a window
-    function ranks each pair's runs)."""
+    function ranks each pair's runs). `since`: a pair's history starts at that time (an expected
+    change point moved its level there)."""
     wanted = set(pairs)
     if not wanted:
         return {}
@@ -124,18 +147,29 @@ def recent_means(session: Session, bench_id: int, pairs: Iterable[tuple[int, str
     if left_out:
         q = q.where(Run.id.not_in(left_out))
     ranked = filter_runs(q, history_branch=branch).subquery()
-    rows = session.execute(select(ranked.c.series_id, ranked.c.metric, ranked.c.mean)
+    rows = session.execute(select(ranked.c.series_id, ranked.c.metric, ranked.c.mean,
+                                  ranked.c.started_at)
                            .where(ranked.c.rank <= limit)
                            .order_by(ranked.c.series_id, ranked.c.metric, ranked.c.started_at,
                                      ranked.c.id)).all()
     out: dict[tuple[int, str], list[float]] = {p: [] for p in wanted}
-    for sid, metric, mean in rows:
+    since = since or {}
+    for sid, metric, mean, started in rows:
+        start = since.get((sid, metric))
+        if start is not None and _aware(started) < _aware(start):
+            continue
         if (sid, metric) in out:
             out[(sid, metric)].append(float(mean))
     return out
 
 
+def _aware(t: datetime) -> datetime:
+    """SQLite hands back naive times (stored as UTC)."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
 def unit_of(session: Session, bench_id: int, metric: str) -> str:
+    """The metric's unit in the benchmark (the registry keeps one unit per metric name)."""
     return session.scalar(select(RunMetric.unit).join(Run, Run.id == RunMetric.run_id)
                           .where(Run.benchmark_id == bench_id, RunMetric.metric == metric)
                           .limit(1)) or ""

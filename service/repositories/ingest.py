@@ -186,6 +186,7 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
             raise
         defs_of.append(defs)
         rows.append(_run_row(run, digests[i], bench_id, series_id, now))
+    _keep_experiments(session, runs, on_error)
     _keep_plans(session, runs, on_error)
     ids = _insert_runs(session, rows)
     _store_figures(session, ids, runs, defs_of)
@@ -194,6 +195,29 @@ def create_runs(session: Session, runs: list[RunIn], digests: list[str],
              if row["pr"] is None and row["experiment_id"] is None and row["bisect_id"] is None]
     _bulk_insert(session, PENDING, ("benchmark_id", "run_id"), inbox)
     return ids
+
+
+def _keep_experiments(session: Session, runs: list[RunIn],
+                      on_error: Callable[[int, DomainError], None] | None) -> None:
+    """An experiment id is resolved within its benchmark (the benchmark of its stored runs, or
+    of the batch's first record that names it): a record of another benchmark naming it is
+    refused (nothing of the batch is stored), so a token scoped to one benchmark never adds runs
+    to another's experiment."""
+    tagged = [(i, r.benchmark, r.experiment.id) for i, r in enumerate(runs)
+              if r.experiment is not None]
+    if not tagged:
+        return
+    owner = {x: name for x, name in session.execute(
+        select(Run.experiment_id, Benchmark.name).join(Benchmark, Benchmark.id == Run.benchmark_id)
+        .where(Run.experiment_id.in_(sorted({x for _, _, x in tagged}))).distinct())}
+    for i, bench, exp_id in tagged:
+        if owner.setdefault(exp_id, bench) != bench:
+            e = Conflict(f"experiment.id: experiment {exp_id!r} belongs to another benchmark, "
+                         f"not {bench!r} (pick an id of your own)", "experiment.id",
+                         code="experiment_of_another_benchmark")
+            if on_error is not None:
+                on_error(i, e)
+            raise e
 
 
 def _keep_plans(session: Session, runs: list[RunIn],

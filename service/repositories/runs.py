@@ -135,7 +135,9 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
                        for s in row.stats},
            "determinism": row.determinism,
            **({"bisect": row.bisect} if row.bisect else {}),
-           "trace_summary": row.trace_summary if with_samples else None,
+           # a stored value that is not a mapping (written by hand, a broken migration) is none
+           "trace_summary": row.trace_summary if with_samples and isinstance(
+               row.trace_summary, dict) else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
                        "size_bytes": t.size_bytes, "format": t.format,
                        "state": t.state or "done", "error": t.error,

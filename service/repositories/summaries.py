@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ..models import Benchmark, Run, RunMetric, Summary, TraceFile
@@ -89,3 +90,29 @@ def matrix_of_trace(session: Session, trace_id: int, kind: str) -> str | None:
         .join(Summary, (Summary.benchmark_id == Benchmark.id) & (Summary.kind == kind))
         .where(TraceFile.id == trace_id)).first()
     return None if row is None or "error" in (row[1] or {}) else str(row[0])
+
+
+def every(session: Session, kinds: tuple[str, ...], metric: str,
+          bench_ids: list[int] | None = None) -> dict[tuple[int, str], Any]:
+    """The stored all-runs summaries (runs, last_run_id, body) of these kinds and this metric of
+    every benchmark (of these, where given), by (benchmark id, kind), in one statement of plain
+    rows."""
+    q = select(Summary.benchmark_id, Summary.kind, Summary.runs, Summary.last_run_id,
+               Summary.body).where(Summary.kind.in_(kinds), Summary.metric == metric,
+                                   Summary.label == "")
+    if bench_ids is not None:
+        q = q.where(Summary.benchmark_id.in_(bench_ids))
+    rows = session.execute(q)
+    return {(s.benchmark_id, s.kind): s for s in rows}
+
+
+def put_once(session: Session, bench_id: int, kind: str, metric: str, covers: Coverage,
+             body: dict[str, Any], now: datetime) -> None:
+    """put by a reader, as a cache: where a concurrent reader stored the same summary first,
+    theirs is kept; where another transaction holds SQLite's write lock (a reading transaction
+    cannot take it after a newer commit), nothing is stored and the next read judges again."""
+    try:
+        with session.begin_nested():
+            put(session, bench_id, kind, metric, "", covers, body, now)
+    except (IntegrityError, OperationalError):
+        pass

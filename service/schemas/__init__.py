@@ -1,7 +1,7 @@
-"""API input and output schemas (pydantic), one module per resource, separate from the ORM models
-and the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and
-compare), experiments.py, attribution.py, history.py, alerts.py, explain.py; common.py (shared field types,
-the one error body, query-string parsers)."""
+"""API input and output schemas (pydantic), one module per resource, separate from the ORM models and
+the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and compare),
+experiments.py, attribution.py, history.py, alerts.py, explain.py, curations.py; common.py (shared
+field types, the one error body, query-string parsers)."""
 from .alerts import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
 from .attribution import AttributionOut, FactorOut
 from .baselines import BaselineIn, BaselineList, BaselineMove, BaselineOut
@@ -22,11 +22,14 @@ from .common import (
     parse_thresholds,
     parse_vary,
 )
+from .curations import CurationIn, CurationList, CurationOut
 from .experiments import ExperimentBlock, ExperimentOut, ExperimentRun
 from .explain import DeterministicOut, ExplainOut, KernelChange, TraceDiffOut
 from .gate import (
+    Cause,
     CompareOut,
     Distribution,
+    FigureChange,
     GateIn,
     GateOut,
     MetricVerdict,
@@ -34,8 +37,16 @@ from .gate import (
     RunSamples,
     SideStats,
     TraceBrief,
+    TraceEvidence,
 )
-from .history import ChangePointOut, ChangePointsOut, NoiseOut, NoiseRow, SeriesChangePoints
+from .history import (
+    ChangePointOut,
+    ChangePointsOut,
+    NoiseCardOut,
+    NoiseOut,
+    NoiseRow,
+    SeriesChangePoints,
+)
 from .runs import (
     RUN_EXTRAS,
     BisectTag,
@@ -55,6 +66,7 @@ from .runs import (
 from .traces import StagedTraceOut, TraceOut
 
 __all__ = [
+    'CurationIn', 'CurationList', 'CurationOut',
     'NAME_MAX', 'FIXED_SERIES_KEYS', 'Name', 'OptName', 'METRIC_NAME', 'ConfigValue',
     'finite_number', 'Sample', 'RunId', 'ErrorBody', 'ErrorOut', 'parse_run_ids', 'parse_vary',
     'parse_thresholds', 'MetricIn', 'ExperimentTag', 'BisectTag', 'RUN_EXTRAS', 'RunIn',
@@ -62,8 +74,9 @@ __all__ = [
     'TraceState', 'TraceRef',
     'RunOut', 'RunList', 'BaselineIn', 'BaselineMove', 'BaselineOut', 'BaselineList', 'GateIn',
     'SideStats', 'MetricVerdict', 'GateOut', 'RunBrief', 'RunSamples', 'Distribution',
-    'TraceBrief', 'CompareOut', 'ChangePointOut', 'SeriesChangePoints', 'ChangePointsOut',
-    'NoiseRow', 'NoiseOut', 'BenchmarkSummary', 'BenchmarkList', 'BenchmarkPatch',
+    'TraceBrief', 'CompareOut', 'Cause', 'FigureChange', 'TraceEvidence',
+    'ChangePointOut', 'SeriesChangePoints', 'ChangePointsOut',
+    'NoiseRow', 'NoiseOut', 'NoiseCardOut', 'BenchmarkSummary', 'BenchmarkList', 'BenchmarkPatch',
     'ExperimentRun', 'ExperimentBlock', 'ExperimentOut', 'FactorOut', 'AttributionOut',
     'DeterministicOut', 'ExplainOut', 'KernelChange', 'TraceDiffOut',
     'TraceOut', 'AlertOut', 'AlertList', 'AlertPatch', 'AlertEvaluationOut',

@@ -14,12 +14,15 @@ from pydantic import (
     StrictInt,
 )
 
+from collectors.configkeys import HARDWARE_KEYS
+from collectors.metrics import parse_thresholds as metric_thresholds
+
 from ..errors import Invalid
 
 NAME_MAX = 200
 
 
-FIXED_SERIES_KEYS = ("gpu", "gpu_count")  # part of every series' identity; never varied
+FIXED_SERIES_KEYS = HARDWARE_KEYS
 
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
@@ -79,12 +82,8 @@ def parse_thresholds(text: str | None) -> dict[str, float] | None:
     """`thresholds=tok_s=2,kv_capacity_tokens=0` of the compare view: the gate's thresholds."""
     if not text:
         return None
-    out = {}
-    for item in text.split(","):
-        name, _, val = item.strip().partition("=")
-        try:
-            out[name.strip()] = float(val)
-        except ValueError:
-            raise Invalid(f"thresholds: {item.strip()!r} is not METRIC=PERCENT",
-                          "thresholds") from None
-    return out
+    try:
+        return {k.strip(): v for k, v in
+                metric_thresholds([i.strip() for i in text.split(",")]).items()}
+    except ValueError as e:
+        raise Invalid(f"thresholds: {e}", "thresholds") from None

@@ -12,6 +12,8 @@ from pydantic import (
 )
 
 from .common import FIXED_SERIES_KEYS, NAME_MAX, Name, RunId
+from .curations import CurationOut
+from .history import NoiseCardOut
 
 
 class GateIn(BaseModel):
@@ -83,6 +85,58 @@ class MetricVerdict(BaseModel):
                                     "baseline, history, candidate (its runs spread wider "
                                     "than the history) or blocks")
     spread_runs: int | None = None
+    muted: str | None = Field(None, description="why, by whom and until when a person muted "
+                              "this metric of this series: judged and shown, never deciding")
+
+
+class FigureChange(BaseModel):
+    """One kernel's time per step (or a lane figure) across the runs with traces."""
+
+    key: str = Field(description="the kernel key (names normalized across producers) or the "
+                     "summary key of a lane figure")
+    name: str = Field(description="a kernel's name as one of the traces wrote it, or the lane "
+                      "figure's")
+    base_us: float = Field(description="mean over the baseline runs (us per step; the aux "
+                           "idle gap: us)")
+    candidate_us: float
+    delta_us: float = Field(description="candidate minus baseline")
+    ci_low_us: float | None = Field(description="the change's interval at the gate's level "
+                                    "(the gate's estimator, in us); none for a new or gone "
+                                    "kernel")
+    ci_high_us: float | None
+    p_value: float | None
+    p_adjusted: float | None = Field(description="Benjamini-Hochberg over the kernels that "
+                                     "could change materially (the lane figures apart)")
+    significant: bool
+    material: bool = Field(description="at least 1% of the baseline's step GPU time")
+    status: Literal["changed", "new", "gone"]
+
+
+class TraceEvidence(BaseModel):
+    """The profiler evidence of one series across its runs with traces (spec/api.md, Trace
+    evidence): the kernels and lane figures whose change is significant after correction and
+    material, with intervals."""
+
+    series: dict[str, Any]
+    series_id: int | None = None
+    baseline_run_ids: list[int]
+    candidate_run_ids: list[int]
+    step_gpu_time_us: float | None
+    tested_kernels: int
+    untested_kernels: int = 0
+    correction: str
+    note: str = Field("", description="why nothing was tested (too few runs with traces)")
+    kernels: list[FigureChange] = Field(description="significant and material kernels only, "
+                                        "largest change first")
+    lanes: list[FigureChange] = Field(description="aux idle per step, aux idle gap and step "
+                                      "GPU time, each with its test")
+
+
+class Cause(BaseModel):
+    """What most likely moved a verdict that did not pass, from what was measured."""
+
+    kind: Literal["code", "environment", "configuration", "noise"]
+    line: str = Field(description="one line: the cause and the evidence that decided it")
 
 
 class GateOut(BaseModel):
@@ -96,6 +150,11 @@ class GateOut(BaseModel):
     looks: int = 1  # each look is judged at alpha / looks (a sequential experiment)
     vary: list[str] = []
     metrics: list[MetricVerdict]
+    trace_evidence: list[TraceEvidence] = []
+    cause: Cause | None = Field(None, description="on every verdict but pass")
+    curations: list[CurationOut] = Field(
+        [], description="the curations in force of the compared series: expected change points "
+        "(the history spread starts there) and mutes (shown, never deciding)")
 
 
 class RunBrief(BaseModel):
@@ -135,3 +194,5 @@ class CompareOut(GateOut):
     traces: dict[int, list[TraceBrief]]
     baseline_runs: list[RunBrief]
     candidate_runs: list[RunBrief]
+    noise: list[NoiseCardOut] = Field([], description="the noise card of each judged series and "
+                                      "gating metric (its default-branch history)")

@@ -47,9 +47,29 @@ class NoiseRow(BaseModel):
     min_detectable_pct_pooled: float | None
 
 
+class NoiseCardOut(BaseModel):
+    """A series' noise card (its default-branch history of one metric): the measured run-to-run
+    spread, the clock modes its run levels show, the share of A/A gates drawn from it that say
+    `regression` (`aa_false_alarm_pct`, keyed by runs a side), and the smallest change a gate can
+    detect at 80% power (`detectable_pct`, keyed by runs a side)."""
+
+    series_id: int
+    series: str
+    metric: str
+    runs: int
+    run_to_run_cv_pct: float | None
+    modes: int | None
+    aa_false_alarm_pct: dict[str, float]
+    aa_draws: int
+    detectable_pct: dict[str, float]
+    line: str
+
+
 class NoiseOut(BaseModel):
     benchmark: str
     metric: str
     branch: str | None
     baseline: str | None
     series: list[NoiseRow]
+    cards: list[NoiseCardOut] = []  # of the default-branch history (no baseline asked)
+

@@ -24,7 +24,7 @@ class MetricIn(BaseModel):
 
 
 class ExperimentTag(BaseModel):
-    """Marks a run as one arm of an interleaved A/B experiment (spec/api.md v1.1)."""
+    """Marks a run as one arm of an interleaved A/B experiment (spec/api.md)."""
 
     model_config = ConfigDict(extra="forbid")
     id: Name

@@ -1,6 +1,6 @@
 """Baselines: create, move, show, list, delete, and resolve a baseline reference.
 
-A reference (spec/api.md v1.1) is a baseline *name* and nothing else, unless it says otherwise:
+A reference (spec/api.md) is a baseline *name* and nothing else, unless it says otherwise:
 `label:L`, `commit:SHA` (a prefix of at least 7) and `runs:1,2,3` select runs explicitly. An
 unknown name is NotFound, never a silent fall-back to a label."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""THE place that builds comparisons (spec/api.md v1.2; DESIGN.md "Layout"): it matches series
+"""THE place that builds comparisons (spec/api.md, "Gate"): it matches series
 and picks metrics for every asker (the gate, /compare, experiments through API, page and CLI,
 the index page, the PR comment) and says which metrics alerts watch.
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from collectors.configkeys import IDENTITY_KEYS
 from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, latency_family, lookup, role_of
 
 from ..db import Session
@@ -23,7 +24,8 @@ from ..repositories.runs import RunKey
 from ..schemas import FIXED_SERIES_KEYS, GateIn
 from ..stats.blocked import assess_blocks, look_alpha
 from ..stats.gate import Comparison, Judgement, judge
-from . import baselines, history
+from . import baselines, curations, history
+from .unknown import check_unknown, knows, unvaried
 
 if TYPE_CHECKING:
     from ..models import Series
@@ -153,9 +155,6 @@ def nearest_reason(cand: Series, base: Sequence[Series], vary: Sequence[str]) ->
     return f": no baseline run with {show(mine)}; the baseline has {show(theirs)}"
 
 
-# what says which server a run measured (spec/api.md, Engine identity): runs whose known values
-# of one of these differ are never pooled or compared unless the request varies the key
-IDENTITY_KEYS = ("model", "tp", "dp", "pp", "ep", "kv_cache_dtype", "gpu", "gpu_count")
 
 
 def check_identity(baseline: Mapping[int, Mapping[str, Any]],
@@ -170,7 +169,7 @@ def check_identity(baseline: Mapping[int, Mapping[str, Any]],
     for key in IDENTITY_KEYS:
         if key in vary:
             continue
-        known = [{i: d[key] for i, d in side.items() if d.get(key) not in (None, "")}
+        known = [{i: d[key] for i, d in side.items() if knows(d, key)}
                  for side in (baseline, candidate)]
         if not known[0] or not known[1]:
             continue
@@ -240,17 +239,15 @@ def _check_vary(vary: Sequence[str]) -> None:
 def _matcher(series: Mapping[int, Series], vary: Sequence[str]):
     def key(sid: int) -> tuple[str, str, int]:
         s = series[sid]
-        return (runs_repo.canonical({k: v for k, v in s.config.items() if k not in vary}),
-                s.gpu, s.gpu_count)
+        return (runs_repo.canonical(unvaried(s.config, vary)), s.gpu, s.gpu_count)
     return key
 
 
 def build(session: Session, sel: Selection) -> Comparisons:
-    """The comparisons a selection asks for (spec/api.md "Gate", "Experiments", v1.2 1-4)."""
+    """The comparisons a selection asks for (spec/api.md "Gate", "Experiments")."""
     _check_vary(sel.vary)
-    if sel.experiment is not None:
-        return _experiment(session, sel)
-    return _against_baseline(session, sel)
+    c = _experiment(session, sel) if sel.experiment is not None else _against_baseline(session, sel)
+    return replace(c, items=curations.muted(session, c.items))
 
 
 def judged(c: Comparisons) -> Judgement:
@@ -291,9 +288,8 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
         c_runs = [i for i in cand_ids if keys[i].series_id == sid]
         b_runs = [i for i in base_ids if matching(keys[i].series_id) == matching(sid)]
         b_series = sorted({keys[i].series_id for i in b_runs})
-        why = None if b_runs else "no baseline run in this series (same config and GPU" + (
-            f", ignoring {', '.join(vary)})" if vary else ")") + nearest_reason(
-                s, [series[b] for b in sorted({keys[i].series_id for i in base_ids})], vary)
+        why = None if b_runs else _unmatched(
+            s, [series[b] for b in sorted({keys[i].series_id for i in base_ids})], c_runs[0], vary)
         if vary and b_series:
             for k in vary:
                 desc[k] = {"baseline": series[b_series[0]].config.get(k), "candidate": s.config.get(k)}
@@ -322,13 +318,21 @@ def _against_baseline(session: Session, sel: Selection) -> Comparisons:
                        1, False, items)
 
 
+def _unmatched(s: Series, base: Sequence[Series], c_id: int, vary: Sequence[str]) -> str:
+    """Why a candidate series has no baseline run (refused: unknown.check_unknown)."""
+    check_unknown(series_desc(s), [series_desc(b) for b in base], c_id, vary)
+    return "no baseline run in this series (same config and GPU" + (
+        f", ignoring {', '.join(vary)})" if vary else ")") + nearest_reason(s, base, vary)
+
+
 def _with_history_spread(session: Session, bench: history.BenchmarkRow, items: list[Comparison],
                          few: dict[int, tuple[int, str]], exclude: set[int]) -> None:
     """The history spread of every few-run comparison of the request (item -> its series and
-    metric), in one query."""
+    metric), in one query; from an expected change point on where one is in force."""
     if few:
-        spread = history.recent_means(session, bench, list(set(few.values())), exclude=exclude,
-                                      limit=HISTORY_RUNS)
+        pairs = list(set(few.values()))
+        spread = history.recent_means(session, bench, pairs, exclude=exclude, limit=HISTORY_RUNS,
+                                      since=curations.history_since(session, pairs))
         for at, pair in few.items():
             items[at] = replace(items[at], history=tuple(spread[pair]))
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from .. import outbound
 from ..config import Settings
 from ..db import SessionFactory, transaction
 from ..repositories import alerts as repo
@@ -66,8 +67,9 @@ def webhook(sessions: SessionFactory, settings: Settings, alert_id: int,
     pause("webhook:before_post")
     err, transient = None, False
     try:
-        r = httpx.post(url, json=alerts.payload(out), timeout=10, headers={
-            "User-Agent": "perfwarden", DELIVERY_HEADER: delivery_id(alert_id)})
+        r = outbound.request("POST", url, settings.delivery_timeout_s, json=alerts.payload(out),
+                             headers={"User-Agent": "perfwarden",
+                                      DELIVERY_HEADER: delivery_id(alert_id)})
         if not 200 <= r.status_code < 300:
             err = f"webhook answered {r.status_code}"
             transient = r.status_code >= 500 or r.status_code in (408, 429)

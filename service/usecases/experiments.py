@@ -1,5 +1,5 @@
 """Interleaved A/B experiments: their runs by arm and block, and the blocked verdict
-(spec/api.md v1.1, "Experiments"; spec/api.md, One experiment one answer). The verdict is the gate's
+(spec/api.md, "Experiments"; spec/api.md, One experiment one answer). The verdict is the gate's
 for `{"experiment"}`
 (comparisons.build pairs the blocks, at alpha / the looks stored with the runs), so the API, the
 page, the PR comment and the CLI printout give one answer."""

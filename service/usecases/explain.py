@@ -5,13 +5,15 @@ the attribution, the traces and the deterministic-mode runs into a decision.
    model and count, Holm-corrected p) of the runs not in deterministic mode names the key that
    explains the metric;
 2. that key's levels split into outlier levels (for determinism: the less identical half of the
-   range of level values; otherwise the smaller side of it) and the others, and their stored
+   range of level values; otherwise the one level whose effect the key explains, the largest
+   standardized shift from the fit: stats/effects) and the others, and their stored
    trace summaries are compared: kernels present at every traced outlier level and at no other
    traced level, kernels gone there, and the kernels whose share of the traced kernel time changes most
    (a CPU trace's host operators stand in for kernels);
 3. the deterministic-mode runs (config `deterministic=true`) of the same cells: how many are
    bitwise identical, or the command that would make them;
-4. a decision sentence built from those numbers only."""
+4. a decision sentence built from those numbers only; a significant interaction of two keys
+   (type II ANOVA with the interaction term, Holm across the pairs) is named as such."""
 from __future__ import annotations
 
 import json
@@ -20,12 +22,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from collectors.traces.diff import shown_names
+from collectors.traces.summary import valid as valid_summary
 
 from ..db import Session
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..schemas import DeterministicOut, ExplainOut, KernelChange, TraceDiffOut
-from ..stats.attribution import Factor, attribute, level_key, outcome_of
+from ..stats.attribution import Factor, RunFacts, attribute, level_key, outcome_of
+from ..stats.effects import Interaction, interactions, outlier_level
 from . import attribution, history
 
 ALPHA = 0.05
@@ -63,8 +67,10 @@ def explain(session: Session, benchmark: str, metric: str = "determinism",
     lead = factors[0] if factors else None
     if lead:
         bench = history.get_benchmark(session, benchmark)
-        summaries = runs_repo.trace_summaries(session, bench.id, [r.id for r in plain])
-        diff = _trace_diff([(r, summaries.get(r.id)) for r in plain], lead, outcome)
+        summaries = {i: v for i, s in runs_repo.trace_summaries(
+            session, bench.id, [r.id for r in plain]).items() if (v := valid_summary(s)[0])}
+        diff = _trace_diff([(r, summaries.get(r.id)) for r in plain], lead,
+                           split_levels(lead, outcome, facts))
     else:
         diff = None
     det = _deterministic(plain, modal, lead, benchmark, labels)
@@ -72,7 +78,8 @@ def explain(session: Session, benchmark: str, metric: str = "determinism",
     return ExplainOut(benchmark=benchmark, metric=metric, runs=len(plain), gpu=name,
                       factors=attribution.factors_out(factors), key=lead.key if lead else None,
                       diff=diff, deterministic=det,
-                      decision=decision(metric, factors, diff, det))
+                      decision=decision(metric, factors, diff, det,
+                                        interactions(facts, outcome)))
 
 
 def _level(value: Any) -> str:
@@ -83,20 +90,21 @@ def _key_of(lead: Factor) -> str:
     return lead.key.split("/")[0]  # a confounded pair is named a/b; the first key is in configs
 
 
-def split_levels(lead: Factor, outcome: str) -> tuple[list[str], list[str]]:
-    """(outlier levels, the others) of the explaining key, in the key's level order."""
+def split_levels(lead: Factor, outcome: str, facts: Sequence[RunFacts]
+                 ) -> tuple[list[str], list[str]]:
+    """(outlier levels, the others) of the explaining key, in the key's level order. A run
+    mean or spread: the one level with the largest standardized shift from the fit of `facts`
+    (a trend over a numeric key's values is not a shift); determinism: the less identical half
+    of the range of level values."""
     order = [_level(v) for v in lead.levels]
-    vals = {k: v for k, v in lead.level_values.items()}
+    if outcome != "determinism":
+        one = outlier_level(facts, outcome, lead.key)
+        return ([one], [k for k in order if k != one]) if one in order else ([], order)
+    vals = lead.level_values
     lo, hi = min(vals.values()), max(vals.values())
     if hi == lo:
         return [], order
-    mid = (lo + hi) / 2
-    low = [k for k in order if k in vals and vals[k] < mid]
-    high = [k for k in order if k in vals and vals[k] >= mid]
-    if outcome == "determinism" or len(low) <= len(high):
-        out = low  # fewer identical repeats, or the smaller side (ties: the lower values)
-    else:
-        out = high
+    out = [k for k in order if k in vals and vals[k] < (lo + hi) / 2]
     return out, [k for k in order if k not in out]
 
 
@@ -115,11 +123,11 @@ def _ops(summary: dict | None) -> tuple[str, dict[str, float]]:
     return (what, {n: t / whole for n, t in total.items()}) if whole > 0 else ("", {})
 
 
-def _trace_diff(plain: Sequence[tuple[Any, dict | None]], lead: Factor, outcome: str
-                ) -> TraceDiffOut:
-    """`plain`: (run row, its stored trace summary or None)."""
+def _trace_diff(plain: Sequence[tuple[Any, dict | None]], lead: Factor,
+                split: tuple[list[str], list[str]]) -> TraceDiffOut:
+    """`plain`: (run row, its stored trace summary or None); `split`: (outlier levels, others)."""
     key = _key_of(lead)
-    outliers, others = split_levels(lead, outcome)
+    outliers, others = split
     per_level: dict[str, list[dict[str, float]]] = {}
     kinds: set[str] = set()
     for r, summary in plain:
@@ -250,9 +258,11 @@ def _names(changes: Sequence[KernelChange]) -> str:
 
 
 def decision(metric: str, factors: Sequence[Factor], diff: TraceDiffOut | None,
-             det: DeterministicOut) -> str:
+             det: DeterministicOut, pairs: Sequence[Interaction] = ()) -> str:
     """The decision sentence: what follows which key, what the traces show at its outlier
-    levels, what deterministic mode gives, and which keys are not the cause."""
+    levels, what deterministic mode gives, which pairs of keys interact (significant after Holm
+    across the pairs: a key without a main effect of its own that interacts is never called not
+    the cause), and which keys are not the cause."""
     if not factors:
         return "the runs do not differ in any config key: nothing to explain"
     lead, rest = factors[0], factors[1:]
@@ -263,6 +273,8 @@ def decision(metric: str, factors: Sequence[Factor], diff: TraceDiffOut | None,
             else f"every level of every key has the same {what}"
         return f"{same} over these runs: no config key to blame; {_det_clause(det)}"
     significant = lead.p_corrected is not None and lead.p_corrected < ALPHA
+    joint = [x for x in pairs if x.p_corrected < ALPHA]
+    paired = {k for x in joint for k in x.keys}
     if significant:
         parts = [f"{what} follow {lead.key} (explains {100 * lead.explains:.0f}%, p={_p(lead)})"]
     else:
@@ -271,9 +283,14 @@ def decision(metric: str, factors: Sequence[Factor], diff: TraceDiffOut | None,
     if diff is not None and diff.outlier_levels:
         parts.append(_trace_clause(diff))
     parts.append(_det_clause(det))
+    parts += [f"{x.name} interact (explains {100 * x.explains:.0f}% of what the keys alone leave, "
+              f"p={x.p_corrected:.2g}): the effect of {x.keys[0]} depends on {x.keys[1]}"
+              for x in joint]
     for f in rest:
         if f.p_corrected is not None and f.p_corrected < ALPHA:
             parts.append(f"{f.key} also explains {100 * f.explains:.0f}% (p={_p(f)})")
+        elif _key_of(f) in paired:  # no main effect, yet it acts through the interaction
+            parts.append(f"{f.key} alone explains {100 * f.explains:.0f}% (p={_p(f)})")
         else:
             parts.append(f"{f.key} explains {100 * f.explains:.0f}% (p={_p(f)}): {f.key} is not "
                          "the cause")

@@ -1,5 +1,5 @@
 """A benchmark's history: per-run figures by series, change points, noise (the dashboard's
-pages: usecases/pages.py). History reads one branch (spec/api.md v1.1): the benchmark's default
+pages: usecases/pages.py). History reads one branch (spec/api.md): the benchmark's default
 branch unless asked otherwise, by the one history rule of spec/api.md, History one rule
 (repositories/history.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
 record posted twice counts once."""
@@ -11,16 +11,19 @@ from typing import Any, NotRequired, Protocol, TypedDict
 
 from collectors.metrics import threshold_pct
 
+from .. import readcache
 from ..db import Session
 from ..errors import NotFound
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
+from ..repositories import summaries as summary_repo
 from ..schemas import ChangePointOut, ChangePointsOut, NoiseOut, NoiseRow, SeriesChangePoints
 from ..stats import history as hstats
 from . import baselines
 
 DEFAULT_BRANCH = "main"
+CHANGES = "changepoints"  # the stored summary of a metric's change points (usecases/summaries)
 ALL_BRANCHES = "*"  # the dashboard's "every branch and PR" filter
 
 
@@ -126,31 +129,69 @@ def fold(rows: Sequence[Any], series: Mapping[int, SeriesHistory]) -> list[Serie
 
 
 def recent_means(session: Session, bench: BenchmarkRow, pairs: Sequence[tuple[int, str]],
-                 exclude: set[int], limit: int) -> dict[tuple[int, str], list[float]]:
+                 exclude: set[int], limit: int, since: dict[tuple[int, str], datetime] | None = None
+                 ) -> dict[tuple[int, str], list[float]]:
     """Run means of the newest `limit` runs of each (series, metric) pair's default-branch
     history (not the runs in `exclude`), oldest first: the run-to-run spread of spec/api.md, Few
     baseline runs, in
     one query for every pair of a request."""
-    return hist_repo.recent_means(session, bench.id, pairs, default_branch(bench), exclude, limit)
+    return hist_repo.recent_means(session, bench.id, pairs, default_branch(bench), exclude, limit,
+                                  since)
 
 
 def changepoints(session: Session, bench_name: str, metric: str,
                  branch: str | None = None) -> ChangePointsOut:
+    """Change points of each series of one branch's history. Kept per revision of the
+    benchmark's runs (readcache), and for the default branch the one the summaries job stored
+    when the runs arrived is read when it covers the runs of now, so a read after an ingest
+    fits nothing where the job has run."""
     bench = get_benchmark(session, bench_name)
+    resolved = branch or default_branch(bench)
+    revision = runs_repo.fingerprint(session, bench.id)
+    key = ("changepoints", str(session.get_bind().engine.url), bench.id, metric, resolved,
+           revision)
+    if resolved == default_branch(bench):
+        stored = summary_repo.get(session, bench.id, CHANGES, metric)
+        if stored is not None and (stored.runs, stored.last_run_id) == revision \
+                and stored.body.get("branch") == resolved:
+            return readcache.cached(key, lambda: ChangePointsOut.model_validate(stored.body)) \
+                .model_copy(deep=True)
+    return readcache.cached(key, lambda: _fit_changepoints(session, bench, metric, resolved)) \
+        .model_copy(deep=True)
+
+
+def _fit_changepoints(session: Session, bench: BenchmarkRow, metric: str, branch: str
+                      ) -> ChangePointsOut:
+    """Every run's mean of the branch's history in one read, a record posted twice
+    counted as its first post, folded per series into arrays; only a change point's run is
+    turned into its fields."""
+    rows = hist_repo.history_means(session, bench.id, metric,
+                                   None if branch == ALL_BRANCHES else branch)
+    seen: set[str] = set()
+    by_series: dict[int, tuple[list[int], list[float]]] = {}
+    for sid, run_id, body, mean in rows:
+        if body in seen:
+            continue
+        seen.add(body)
+        ids, means = by_series.setdefault(sid, ([], []))
+        ids.append(run_id)
+        means.append(mean)
     thr = threshold_pct(metric)
+    fits = {sid: (ids, hstats.change_points(means, thr))
+            for sid, (ids, means) in by_series.items()}
+    marks = hist_repo.run_marks(session, [ids[c.index] for ids, cps in fits.values() for c in cps])
+    series = series_repo.series_rows(session, set(by_series))
     out = []
-    for s in series_runs(session, bench, metric, branch=branch, limit=None):
-        runs = s["runs"]
-        cps = hstats.change_points([r["mean"] for r in runs], thr)
+    for sid, (ids, cps) in fits.items():
+        x = series[sid]
         out.append(SeriesChangePoints(
-            series_id=s["series_id"], config=s["config"], gpu=s["gpu"], gpu_count=s["gpu_count"],
+            series_id=sid, config=x.config, gpu=x.gpu, gpu_count=x.gpu_count,
             change_points=[ChangePointOut(index=c.index, before_mean=c.before_mean,
                                           after_mean=c.after_mean, delta_pct=c.delta_pct,
-                                          run_id=runs[c.index]["id"],
-                                          started_at=runs[c.index]["started_at"],
-                                          commit=runs[c.index]["commit"]) for c in cps]))
-    return ChangePointsOut(benchmark=bench_name, metric=metric,
-                           branch=branch or default_branch(bench), series=out)
+                                          run_id=ids[c.index],
+                                          started_at=runs_repo.utc(marks[ids[c.index]][0]),
+                                          commit=marks[ids[c.index]][1]) for c in cps]))
+    return ChangePointsOut(benchmark=bench.name, metric=metric, branch=branch, series=out)
 
 
 def noise(session: Session, bench_name: str, metric: str = "tok_s", branch: str | None = None,

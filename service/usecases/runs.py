@@ -5,6 +5,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from collectors.traces.summary import valid as valid_summary
+
 from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
@@ -72,15 +74,17 @@ def trace_sets(run: dict[str, Any]) -> list[dict[str, Any]]:
     for g in sorted(groups):
         files = groups[g]
         states = [t["state"] for t in files]
-        summary = (run.get("trace_summary") if g == 0 else files[0]["group_summary"]) or None
+        stored = (run.get("trace_summary") if g == 0 else files[0]["group_summary"]) or None
+        summary, notes = valid_summary(stored)  # what of it a page may show, and what not
         state = "failed" if "failed" in states else (
-            "pending" if "pending" in states or summary is None else "done")
+            "pending" if "pending" in states or stored is None else "done")
         error = next((t["error"] for t in files if t["error"]), None)
         phase = next((t["phase"] for t in files if t["phase"]), "")
         out.append({"name": (f"{phase} " if phase else "") + files[0]["filename"]
                     + (f" (+{len(files) - 1} ranks)" if len(files) > 1 else ""),
                     "group": g, "phase": phase, "traces": files, "state": state,
-                    "error": error, "summary": summary if state == "done" else None})
+                    "error": error, "summary": summary if state == "done" else None,
+                    "notes": notes if state == "done" else []})
     return out
 
 
@@ -101,7 +105,7 @@ def delete(sessions: SessionFactory, data_dir: Path, run_id: int, force: bool = 
     with transaction(sessions) as session:
         for sha in shas:
             if not runs_repo.trace_with_sha(session, sha):
-                storage.path_for(data_dir, sha).unlink(missing_ok=True)
+                storage.remove_trace(data_dir, sha)
                 removed += 1
     return {"id": run_id, "deleted": True, "trace_files_removed": removed,
             "left_baselines": [b.name for b in holding]}

@@ -7,6 +7,7 @@ page queues), and read by the dashboard's pages, which never refit.
   that arrived since the last refresh, at most LABELS_PER_JOB of them; labels a page asks for;
   and every stored label whose runs changed);
 - change points (usecases/history.changepoints) of each metric's default-branch history;
+- the standing (usecases/standing): each series' newest run judged against the newest baseline;
 - the explain report (usecases/explain) of the non-identical repeats, for the same labels as
   the attribution: the matrix page's and the PR comment's decision sentence.
 
@@ -25,14 +26,15 @@ from ..db import Session
 from ..errors import Invalid
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as repo
-from . import attribution, explain, history
+from . import attribution, explain, history, standing
 from .history import BenchmarkRow
 
 if TYPE_CHECKING:
     from ..models import Summary
 
 log = logging.getLogger("perfwarden.summaries")
-ATTRIBUTION, CHANGES, EXPLAIN = "attribution", "changepoints", "explain"
+ATTRIBUTION, EXPLAIN = "attribution", "explain"
+CHANGES = history.CHANGES
 EXPLAINED = "determinism"  # the matrix's question: which key makes repeats differ
 ATTRIBUTED = ("determinism", "tok_s")  # in the order the matrix page says them
 LABELS_PER_JOB = 20
@@ -53,7 +55,8 @@ class Computed:
     puts: list[Put]
 
 
-def compute(session: Session, bench_name: str, labels: Sequence[str] = ()) -> Computed:
+def compute(session: Session, bench_name: str, labels: Sequence[str] = (),
+            alpha: float = 0.05) -> Computed:
     """The benchmark's summaries, read and fitted with no write: the job fits them first and
     stores them in a short transaction after (store), so ingest never waits behind the fits
     (SQLite has one write lock; a refresh that held it across its fits stalled every ingest)."""
@@ -67,6 +70,9 @@ def compute(session: Session, bench_name: str, labels: Sequence[str] = ()) -> Co
     for metric in repo.metrics_of(session, bench.id):
         cps = history.changepoints(session, bench.name, metric)
         puts.append((CHANGES, metric, "", covers, cps.model_dump(mode="json")))
+    stand = standing.for_job(session, bench, alpha, covers)
+    if stand is not None:
+        puts.append((standing.VERDICTS, standing.METRIC, "", covers, stand))
     todo = _labels_to_refresh(session, bench.id, labels, prev.last_run_id if prev else 0)
     for label, label_covers in sorted(todo.items()):
         puts += [(ATTRIBUTION, m, label, label_covers, _attribution_body(session, bench, m, label))

@@ -231,9 +231,7 @@ def attach_file(sessions: SessionFactory, data_dir: Path, run_id: int,
                 path: Path) -> dict[str, Any]:
     """Attach a trace file from disk (seed, local ingest): copied, never moved."""
     name = intake.check_filename(path.name)
-    tmp_dir = data_dir / "tmp"
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / f"local-{run_id}-{path.name}"
+    tmp = storage.tmp_dir(data_dir) / f"local-{run_id}-{path.name}"
     h = hashlib.sha256()
     with open(path, "rb") as src, open(tmp, "wb") as dst:
         while chunk := src.read(1 << 20):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from collectors.traces.diff import diff_summaries
+from collectors.traces.summary import valid as valid_summary
 
 from ..db import Session
 from ..repositories import runs as runs_repo
@@ -22,7 +23,7 @@ from ..schemas import (
 )
 from ..stats.assess import Side
 from ..stats.gate import Judgement, MetricResult
-from . import comparisons
+from . import causes, comparisons, curations, noisecards
 from .comparisons import Comparisons, Selection
 
 if TYPE_CHECKING:
@@ -43,23 +44,31 @@ def metric_out(r: MetricResult) -> MetricVerdict:
         ci_high_pct=a.ci_high_pct if a else None, bound_pct=a.bound_pct if a else None,
         p_value=a.p_value if a else None, p_adjusted=r.p_adjusted, threshold_pct=c.threshold_pct,
         verdict=r.verdict, reason=r.reason, method=r.method, role=c.role,
-        spread_from=a.spread_from if a else None, spread_runs=a.spread_runs if a else None)
+        spread_from=a.spread_from if a else None, spread_runs=a.spread_runs if a else None,
+        muted=c.muted)
 
 
-def _gate_out(c: Comparisons, j: Judgement) -> dict[str, Any]:
+def _gate_out(session: Session, c: Comparisons, j: Judgement, runs: dict[int, Run]
+              ) -> dict[str, Any]:
     correction = j.correction + (f"; each of {c.looks} looks at alpha/{c.looks}"
                                  if c.looks > 1 else "")
+    evidence = causes.trace_evidence(j, runs, c.level)
     return {"verdict": j.verdict, "benchmark": c.benchmark, "baseline": c.baseline,
             "baseline_run_ids": c.baseline_ids, "candidate_run_ids": c.candidate_ids,
             "correction": correction, "alpha": c.alpha, "looks": c.looks, "vary": c.vary,
-            "metrics": [metric_out(r) for r in j.metrics]}
+            "metrics": [metric_out(r) for r in j.metrics], "trace_evidence": evidence,
+            "cause": causes.cause(j, runs, evidence, c.vary),
+            "curations": curations.of_series(session, {m.comparison.series_id for m in j.metrics
+                                                       if m.comparison.series_id is not None})}
 
 
 def gate(session: Session, req: GateIn, alpha: float = 0.05) -> GateOut:
     """Candidate runs against a baseline, series by series (spec/api.md, "Gate"), or an
-    experiment's arms block by block at alpha / looks."""
+    experiment's arms block by block at alpha / looks; with the traces' evidence and, for a
+    verdict that did not pass, its cause."""
     c = comparisons.build(session, Selection.of(req, alpha))
-    return GateOut(**_gate_out(c, comparisons.judged(c)))
+    runs = runs_repo.runs_by_id(session, c.baseline_ids + c.candidate_ids)
+    return GateOut(**_gate_out(session, c, comparisons.judged(c), runs))
 
 
 def _brief(r: Run) -> RunBrief:
@@ -87,7 +96,7 @@ def compare(session: Session, req: GateIn, alpha: float = 0.05) -> CompareOut:
 
     def first_summary(ids: list[int]) -> tuple[int | None, dict | None]:
         for i in ids:
-            s = runs[i].trace_summary
+            s = valid_summary(runs[i].trace_summary)[0]  # a malformed field is left out
             if s and s.get("steps"):
                 return i, s
         return None, None
@@ -96,7 +105,15 @@ def compare(session: Session, req: GateIn, alpha: float = 0.05) -> CompareOut:
     cid, csum = first_summary(g.candidate_ids)
     trace_diff = None
     if bsum and csum:
-        trace_diff = {**diff_summaries(bsum, csum), "base_run_id": bid, "candidate_run_id": cid}
-    return CompareOut(**_gate_out(g, j), distributions=dists, trace_diff=trace_diff,
+        try:
+            trace_diff = {**diff_summaries(bsum, csum), "base_run_id": bid,
+                          "candidate_run_id": cid}
+        except (KeyError, TypeError, ValueError):  # a stored summary missing what a diff reads
+            trace_diff = None
+    return CompareOut(**_gate_out(session, g, j, runs), distributions=dists, trace_diff=trace_diff,
                       traces=traces, baseline_runs=[_brief(runs[i]) for i in g.baseline_ids],
-                      candidate_runs=[_brief(runs[i]) for i in g.candidate_ids])
+                      candidate_runs=[_brief(runs[i]) for i in g.candidate_ids],
+                      noise=[] if g.blocked else noisecards.cards(session, g.benchmark, [
+                          (r.comparison.series_id, r.comparison.metric) for r in j.metrics
+                          if r.comparison.role == "gate" and r.comparison.series_id is not None],
+                          g.alpha))

@@ -3,11 +3,16 @@ operator: past batch size 2 the rows are summed by `index_add_` in a shuffled or
 scatter adds them in whatever order threads arrive), below it by one `sum`. The shuffle differs
 per repeat, so repeats past the switch are not bitwise identical, unless the cell runs in
 deterministic mode (the order fixed). A second key (`variant`: an extra multiply by 1) changes
-nothing that matters. Each cell has its own PyTorch-profiler trace (2 decode steps)."""
+nothing that matters. Each cell has its own PyTorch-profiler trace (2 decode steps).
+
+`throughput` plants effects on run means instead: the committed H200 throughput curve (TP1,
+CUDA graphs, M=1/4/7/8, growing about linearly with M) with each run's samples drawn from the
+real run's own samples, times a planted factor per cell."""
 from __future__ import annotations
 
 import gzip
 import json
+import random
 import time
 from pathlib import Path
 
@@ -71,4 +76,30 @@ def make(folder: Path, sizes=(1, 2, 4, 8)) -> Path:  # noqa: ANN001
             for det in (False, True) for v in ("a", "b") for M in sizes]
     out = folder / "matrix.json"
     out.write_text(json.dumps(recs, indent=1))
+    return out
+
+
+H200_CURVE = Path(__file__).resolve().parents[2] / "data/h200/runs/tp1-overlap-graphs.json"
+
+
+def throughput(factor, benchmark: str, seed: int, runs: int = 2,  # noqa: ANN001
+               orders=("overlap", "serial"), variants=("a", "b")) -> list[dict]:
+    """Runs of every cell M x shared-expert order x `variant` (which changes nothing), `runs`
+    each: the real H200 run of that M, its samples resampled (with replacement) and multiplied by
+    `factor(M, order)`."""
+    real = {r["config"]["batch_size"]: r for r in json.loads(H200_CURVE.read_text())}
+    rng = random.Random(seed)
+    out = []
+    for M, base in sorted(real.items()):
+        for order in orders:
+            for v in variants:
+                for i in range(runs):
+                    samples = [rng.choice(base["metrics"]["tok_s"]["samples"]) * factor(M, order)
+                               for _ in base["metrics"]["tok_s"]["samples"]]
+                    out.append({"benchmark": benchmark, "hardware": base["hardware"],
+                                "config": {"tp": 1, "batch_size": M, "shared_experts": order,
+                                           "variant": v},
+                                "metrics": {"tok_s": {"unit": "tok/s", "direction": "higher",
+                                                      "samples": samples}},
+                                "idempotency_key": f"{benchmark}:{M}:{order}:{v}:{i}"})
     return out

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import LOCAL, count_rows, minimal_run
+from tests.conftest import LOCAL, count_rows, drain_jobs, minimal_run
 
 
 def test_unknown_query_parameters_are_422(client):
@@ -98,8 +98,11 @@ def test_delete_run(client, settings):
     ids = [client.post("/api/v1/runs", json=minimal_run(started_at=f"2026-11-0{i + 1}T00:00:00Z")
                        ).json()["id"] for i in range(3)]
     raw = (H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz").read_bytes()
-    assert client.post(f"/api/v1/runs/{ids[0]}/traces?filename=t.sqlite.gz",
-                       content=raw).status_code == 202  # analysis: a job
+    up = client.post(f"/api/v1/runs/{ids[0]}/traces?filename=t.sqlite.gz", content=raw)
+    assert up.status_code == 202  # analysis: a job
+    drain_jobs(client.app)
+    assert client.get(f"/api/v1/traces/{up.json()['id']}/timeline").status_code == 200
+    assert any((settings.data_dir / "timelines").glob("*.json"))  # kept for the next page
     client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids[:2]})
     r = client.delete(f"/api/v1/runs/{ids[0]}")
     assert r.status_code == 409 and "baseline(s) v" in r.json()["error"]["message"]
@@ -109,8 +112,8 @@ def test_delete_run(client, settings):
     assert client.get("/api/v1/baselines/bench-a/v").json()["run_ids"] == [ids[1]]
     assert count_rows(settings.database_url, "traces") == 0
     assert count_rows(settings.database_url, "samples") == 6
-    assert not any((settings.data_dir / "traces").rglob("*")) or all(
-        p.is_dir() for p in (settings.data_dir / "traces").rglob("*"))
+    # the trace file and everything derived from it (its timelines) are gone
+    assert [p for p in settings.data_dir.rglob("*") if p.is_file()] == []
     assert client.delete(f"/api/v1/runs/{ids[2]}").status_code == 200
     assert client.delete(f"/api/v1/runs/{ids[2]}").status_code == 404
 

@@ -47,9 +47,10 @@ def test_one_run_baseline_without_history_is_never_a_regression(client):
         g = gate(client, bench, [base], [cand])
         m = g["metrics"][0]
         assert g["verdict"] == "inconclusive" and m["verdict"] == "inconclusive", m
-        assert m["reason"] == ("the baseline has 1 run and the series no history: collect 2 more "
-                               "baseline runs")
+        assert m["reason"] == ("n=1: no interval (1 vs 1 runs); the baseline has 1 run and the "
+                               "series no history: collect 2 more baseline runs")
         assert m["ci_low_pct"] is None and m["spread_from"] is None
+        assert m["delta_pct"] is not None  # the change is shown without an interval
 
 
 def test_with_history_false_alarms_stay_near_alpha_and_minus_3_is_found(client):
@@ -138,8 +139,9 @@ def flat_run(bench: str, level: float, i: int, gpu_count: int = 1, **over) -> di
 
 def test_few_run_baseline_is_never_narrower_than_the_candidate(client):
     """One baseline run, a quiet history (0.2%), five candidate runs spread 1.15% run to run: the
-    spread is the candidate's (max of the two) with its 4 df, the bound about -2.7%, and the
-    verdict is not a pass (the history's spread alone gave a bound of -0.41% and a pass)."""
+    spread is the history's pooled with the candidate's runs (their sums of squares over the
+    summed df), the bound about -1%, and the verdict is not a pass (the history's spread alone
+    gave a bound of -0.41% and a pass)."""
     import math
 
     from scipy import stats
@@ -149,16 +151,16 @@ def test_few_run_baseline_is_never_narrower_than_the_candidate(client):
     cand = batch(client, [flat_run("few", lv, 31 + j, pr=4, branch="fix")
                           for j, lv in enumerate(NOISY)])
     m = next(x for x in gate(client, "few", base, cand)["metrics"] if x["name"] == "tok_s")
-    assert m["spread_from"] == "candidate" and m["spread_runs"] == 5, m
-    logs = [math.log(lv) for lv in NOISY]
-    sd = stats.tstd(logs)
+    assert m["spread_from"] == "history" and m["spread_runs"] == len(QUIET), m
+    logs, hist = [math.log(lv) for lv in NOISY], [math.log(v) for v in QUIET]
+    ss = sum((x - sum(g) / len(g)) ** 2 for g in (logs, hist) for x in g)
+    df = len(logs) - 1 + len(hist) - 1
     d = sum(logs) / 5 - math.log(1.0)
-    expect = 100 * math.expm1(d - stats.t.ppf(0.95, 4) * sd * math.sqrt(1 + 1 / 5))
+    expect = 100 * math.expm1(d - stats.t.ppf(0.95, df) * math.sqrt(ss / df) * math.sqrt(1 + 1 / 5))
     assert m["bound_pct"] == pytest.approx(expect, abs=1e-6)
-    assert -2.9 < m["bound_pct"] < -2.5
-    assert m["verdict"] == "inconclusive", m
+    assert m["verdict"] == "inconclusive" and m["bound_pct"] < -0.5, m
     # the history's spread alone: what the bound was before the candidate's spread counted
-    hist_sd = stats.tstd([math.log(v) for v in QUIET])
+    hist_sd = stats.tstd(hist)
     assert 100 * math.expm1(d - stats.t.ppf(0.95, 19) * hist_sd * math.sqrt(1.2)) > -0.8
 
 

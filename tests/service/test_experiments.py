@@ -197,3 +197,49 @@ def test_attribution_on_the_h200_matrix(client):
     assert tok["spread_finding"].startswith("the tok_s trial spread follows cuda_graphs")
     r = client.get("/api/v1/attribution", params={"benchmark": "nope"})
     assert r.status_code == 404
+
+
+def test_an_experiment_id_of_another_benchmark_is_refused(client, settings):
+    """A token scoped to one benchmark cannot add runs to another benchmark's experiment: the
+    id is resolved within the benchmark of its runs, and the record is refused, nothing kept."""
+    from tests.conftest import count_rows
+    from tests.service.test_guard import _token
+
+    arms = post_experiment(client, "b-exp", 1.0, blocks=2)
+    before = gate(client, "b-exp")
+    rows = count_rows(settings.database_url, "runs")
+    ingest = {"Authorization": f"Bearer {_token(settings, 'ci-a', 'ingest', ['bench-a'])}"}
+    client.app.state.no_tokens_until = 0.0
+    tagged = [minimal_run(benchmark="bench-a", started_at=f"2026-11-09T0{k}:00:00Z",
+                          experiment={"id": "b-exp", "arm": "candidate", "block": 0},
+                          metrics={"tok_s": {"samples": [500.0, 501.0, 499.0]}})
+              for k in range(4)]
+    r = client.post("/api/v1/runs", json=tagged[0], headers=ingest)
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert err["code"] == "experiment_of_another_benchmark" and "\n" not in err["message"]
+    assert "belongs to another benchmark" in err["message"] and "'ab'" not in err["message"]
+    r = client.post("/api/v1/runs/batch", json={"runs": tagged}, headers=ingest)
+    assert r.status_code == 409, r.text
+    assert count_rows(settings.database_url, "runs") == rows
+    assert gate(client, "b-exp")["verdict"] == before["verdict"]
+    # within one batch: the first record's benchmark holds the new id
+    mixed = [minimal_run(benchmark="bench-a", experiment={"id": "new", "arm": "baseline",
+                                                          "block": 0}),
+             minimal_run(benchmark="bench-c", started_at="2026-11-09T05:00:00Z",
+                         experiment={"id": "new", "arm": "candidate", "block": 0})]
+    write = {"Authorization": f"Bearer {_token(settings, 'ci', 'write')}"}
+    r = client.post("/api/v1/runs/batch", json={"runs": mixed}, headers=write)
+    assert r.status_code == 409 and "runs[1]" in r.json()["error"]["message"], r.text
+    assert count_rows(settings.database_url, "runs") == rows
+    # a gate's baseline and candidate runs are resolved within its benchmark too
+    theirs = arms["baseline"][0]
+    assert client.post("/api/v1/runs", json=minimal_run(benchmark="bench-a", label="mine"),
+                       headers=write).status_code == 201
+    for body in ({"benchmark": "bench-a", "baseline": f"runs:{theirs}", "run_ids": [theirs]},
+                 {"benchmark": "bench-a", "baseline": "label:b-exp-baseline",
+                  "run_ids": [theirs]}):
+        r = client.post("/api/v1/gate", json=body)
+        msg = r.json()["error"]["message"]
+        assert r.status_code == 404 and ("not found in bench-a" in msg or
+                                         "no run of bench-a" in msg), r.text

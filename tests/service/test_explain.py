@@ -124,6 +124,8 @@ def test_explain_on_the_committed_h200_runs(settings):
         assert "at batch_size=8 the kernels `void at::native::sbtopk::gatherTopK" in sentence
         assert "absent at 1 (batch_size=4/7 not traced)" in sentence
         assert "deterministic mode: 5/5 runs bitwise identical (25/25 repeats)" in sentence
+        # eager M=4 runs keep some repeats identical, graphs runs none: an interaction
+        assert "batch_size x cuda_graphs interact" in sentence
         assert re.search(r"shared_experts explains 0% \(p=0\.\d+\): shared_experts is not the "
                          "cause", sentence)
         # the matrix page reads the report stored when the runs were loaded: the same sentence

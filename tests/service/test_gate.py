@@ -113,13 +113,17 @@ def test_kv_capacity_compares_exactly(client):
     ids = [client.post("/api/v1/runs", json=mk(578368)).json()["id"] for _ in range(3)]
     client.post("/api/v1/baselines", json={"name": "v", "benchmark": "bench-a", "run_ids": ids})
     same = client.post("/api/v1/runs", json=mk(578368)).json()["id"]
-    drop = client.post("/api/v1/runs", json=mk(578352)).json()["id"]
+    grain = client.post("/api/v1/runs", json=mk(578352)).json()["id"]  # 16 tokens: a block
+    drop = client.post("/api/v1/runs", json=mk(577344)).json()["id"]  # 1,024 tokens: 0.18%
     g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [same]}).json()
     kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
     assert kv["verdict"] == "pass" and "unchanged at 578,368" in kv["reason"]
+    g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [grain]}).json()
+    kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
+    assert kv["verdict"] == "pass" and "within 0.1% of it" in kv["reason"]
     g = client.post("/api/v1/gate", json={"benchmark": "bench-a", "baseline": "v", "run_ids": [drop]}).json()
     kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
-    assert g["verdict"] == "fail" and kv["verdict"] == "regression" and "-16" in kv["reason"]
+    assert g["verdict"] == "fail" and kv["verdict"] == "regression" and "-1,024" in kv["reason"]
 
 
 def test_baseline_references_are_explicit_and_moves_keep_history(client):
@@ -190,3 +194,15 @@ def test_exact_metric_compares_each_candidate_run_with_the_baselines_typical_val
                                           "run_ids": [same]}).json()
     kv = next(m for m in g["metrics"] if m["name"] == "kv_capacity_tokens")
     assert kv["verdict"] == "pass" and "unchanged at 578,368" in kv["reason"]
+
+
+def test_a_bad_threshold_reads_the_same_from_the_api_and_the_cli(client):
+    from collectors.errors import CliError
+    from collectors.options import thresholds
+
+    r = client.get("/api/v1/compare", params={"benchmark": "b", "baseline": "v17", "run_ids": "1",
+                                              "thresholds": "tok_s=2,ttft_ms=fast"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "thresholds"
+    assert r.json()["error"]["message"] == "thresholds: 'ttft_ms=fast': expected METRIC=PERCENT"
+    with pytest.raises(CliError, match="--threshold 'ttft_ms=fast': expected METRIC=PERCENT"):
+        thresholds(["tok_s=2", "ttft_ms=fast"])

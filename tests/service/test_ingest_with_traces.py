@@ -158,6 +158,31 @@ def test_a_batch_naming_a_trace_not_staged_stores_nothing(client, settings):
     assert client.get(f"/api/v1/traces/{got[0]['id']}").content == raw
 
 
+def test_a_committed_batch_retried_with_its_staged_traces_answers_its_ids(client, settings):
+    """The commit used up the staging; the same batch again (its answer was lost) gets the
+    same run ids back, and no trace row is added."""
+    from tests.conftest import count_rows
+
+    raw = TRACES[0].read_bytes()
+    sha = client.post("/api/v1/traces/stage?filename=rank0.json.gz", content=raw).json()["sha256"]
+    body = {"runs": [minimal_run(idempotency_key="ci-1"),
+                     minimal_run(config={"tp": 2, "batch_size": 1}, idempotency_key="ci-2")],
+            "traces": [[{"filename": "rank0.json.gz", "sha256": sha}], []]}
+    r = client.post("/api/v1/runs/batch", json=body)
+    assert r.status_code == 201, r.text
+    ids = r.json()["ids"]
+    assert not (settings.data_dir / "staged" / sha).exists()
+    again = client.post("/api/v1/runs/batch", json=body)
+    assert again.status_code in (200, 201) and again.json()["ids"] == ids, again.text
+    assert count_rows(settings.database_url, "runs") == 2
+    assert count_rows(settings.database_url, "traces") == 1
+    # a batch of new runs naming the stored (not staged) content is still refused
+    other = {"runs": [minimal_run(idempotency_key="ci-3", started_at="2026-03-01T00:00:00Z")],
+             "traces": [[{"filename": "rank0.json.gz", "sha256": sha}]]}
+    r = client.post("/api/v1/runs/batch", json=other)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "trace_not_staged", r.text
+
+
 @pytest.fixture(autouse=True)
 def _no_token(monkeypatch):
     monkeypatch.delenv("PERFWARDEN_TOKEN", raising=False)

@@ -238,6 +238,7 @@ def _due_in_s(url: str, kind: str) -> list[float]:
             .total_seconds() for d in due]
 
 
+@pytest.mark.serial
 def test_a_slow_summary_refresh_paces_the_next(settings, monkeypatch):
     """After a quick refresh the refresh an evaluation queues is due at once; after one that
     took 3 s it is due 4 x 3 s after that one ended, and a page asking meanwhile joins it."""

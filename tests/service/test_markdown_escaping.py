@@ -110,3 +110,14 @@ def test_md_shows_data_literally():
     assert md("tp=1 M=4", code=True) == "`tp=1 M=4`"
     block = md("run ```x```\nnext", block=True)
     assert html.render(block).count("<pre>") == 1 and "next" in html.render(block)
+
+
+def test_bare_urls_and_mentions_in_data_link_nowhere():
+    """GitHub links a bare `https://`, a `www.` host and an e-mail address by itself; data
+    shown through md() reads the same and links nowhere."""
+    value = "see https://evil.example/x, www.evil.example and a@b.example"
+    for code in (False, True):
+        shown = md(value + ("|" if code else ""), code=code)
+        assert "https://" not in shown and "www." not in shown and "a@b" not in shown
+        assert shown.replace("\u200b", "").replace("&#124;", "|").strip("`") in (
+            value, value + "|", f"<code>{value}|</code>")

@@ -24,6 +24,8 @@ from tests.collectors.test_untrusted_traces import (
 from tests.conftest import H200, LOCAL, drain_jobs, minimal_run
 from tests.service.test_alerts import history
 
+pytestmark = pytest.mark.serial  # it measures time: alone, never beside another test
+
 REAL = H200 / "traces" / "tp1-overlap-graphs-nsys_M1.sqlite.gz"
 
 

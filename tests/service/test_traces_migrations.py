@@ -19,7 +19,8 @@ def test_migrations_up_and_down(db_url):
             "traces"} <= tables
     with eng.connect() as c:
         n = c.execute(text("SELECT count(*) FROM metric_registry WHERE builtin")).scalar()
-    assert n == 25  # 13 named metrics (cpu_tok_s among them) + the ttft/tpot/itl/e2el families
+    assert n == 27  # 15 named metrics (cpu_tok_s and the request counts among them) + the
+    # ttft/tpot/itl/e2el families
     eng.dispose()
     migrate.downgrade(db_url, "base")
     assert migrate.current(db_url) is None
@@ -158,6 +159,7 @@ def test_trace_for_missing_run(client):
     assert client.post("/api/v1/runs/999/traces?filename=a.json", content=b"{}").status_code == 404
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("mb_s", [4.0, 0.0])
 def test_uploads_into_one_process_share_its_pace(settings, mb_s):
     """PERFWARDEN_UPLOAD_MB_S: the uploads into one API process share the rate (each piece of

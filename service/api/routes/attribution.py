@@ -7,12 +7,12 @@ from fastapi import APIRouter, Query
 
 from ...schemas import AttributionOut
 from ...usecases import attribution
-from ..deps import ERRORS, ReadAccess, SessionDep
+from ..deps import ReadAccess, SessionDep, errors
 
 router = APIRouter(prefix="/api/v1", tags=["attribution"], dependencies=[ReadAccess])
 
 
-@router.get("/attribution", response_model=AttributionOut, responses=ERRORS)
+@router.get("/attribution", response_model=AttributionOut, responses=errors(401, 404, 422, 503))
 def get_attribution(benchmark: Annotated[str, Query(min_length=1, max_length=200)],
                     session: SessionDep,
                     metric: Annotated[str, Query(min_length=1, max_length=200)] = "tok_s",

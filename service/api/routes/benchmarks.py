@@ -8,10 +8,10 @@ from fastapi import APIRouter, Path
 from ...schemas import BenchmarkList, BenchmarkPatch, BenchmarkSummary
 from ...usecases import history, overview
 from ..deps import (
-    ERRORS,
     AdminAccess,
     ReadAccess,
     SessionDep,
+    errors,
 )
 
 router = APIRouter(prefix="/api/v1", tags=["benchmarks"])
@@ -19,14 +19,14 @@ Name = Annotated[str, Path(min_length=1, max_length=200)]
 
 
 @router.get("/benchmarks", response_model=BenchmarkList, dependencies=[ReadAccess],
-            responses=ERRORS)
+            responses=errors(401, 422))
 def benchmarks(session: SessionDep):
     rows = overview.benchmarks(session)
     return {"data": rows, "count": len(rows)}
 
 
 @router.patch("/benchmarks/{name}", response_model=BenchmarkSummary,
-              dependencies=[AdminAccess], responses=ERRORS)
+              dependencies=[AdminAccess], responses=errors(400, 401, 403, 404, 413, 415, 422))
 def patch_benchmark(name: Name, body: BenchmarkPatch, session: SessionDep):
     """Set the branch whose runs make the benchmark's history (default `main`) and the command
     its alerts' `perfwarden bisect` line runs (`bisect_command`)."""

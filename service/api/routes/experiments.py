@@ -7,12 +7,12 @@ from fastapi import APIRouter, Path
 
 from ...schemas import ExperimentOut
 from ...usecases import experiments
-from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep
+from ..deps import ReadAccess, SessionDep, SettingsDep, errors
 
 router = APIRouter(prefix="/api/v1", tags=["experiments"], dependencies=[ReadAccess])
 
 
-@router.get("/experiments/{exp_id}", response_model=ExperimentOut, responses=ERRORS)
+@router.get("/experiments/{exp_id}", response_model=ExperimentOut, responses=errors(401, 404, 422))
 def get_experiment(exp_id: Annotated[str, Path(min_length=1, max_length=200)], session: SessionDep,
                    settings: SettingsDep):
     """An interleaved experiment: its runs by arm and block, and its blocked verdict."""

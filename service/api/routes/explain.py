@@ -8,12 +8,12 @@ from fastapi import APIRouter, Query
 
 from ...schemas import ExplainOut
 from ...usecases import explain
-from ..deps import ERRORS, ReadAccess, SessionDep
+from ..deps import ReadAccess, SessionDep, errors
 
 router = APIRouter(prefix="/api/v1", tags=["explain"], dependencies=[ReadAccess])
 
 
-@router.get("/explain", response_model=ExplainOut, responses=ERRORS)
+@router.get("/explain", response_model=ExplainOut, responses=errors(401, 404, 422, 503))
 def get_explain(benchmark: Annotated[str, Query(min_length=1, max_length=200)],
                 session: SessionDep,
                 metric: Annotated[str, Query(min_length=1, max_length=200)] = "determinism",

@@ -7,20 +7,20 @@ from fastapi import APIRouter, Query
 
 from ...schemas import CompareOut, GateIn, GateOut, parse_run_ids, parse_thresholds, parse_vary
 from ...usecases import verdicts
-from ..deps import ERRORS, ReadAccess, SessionDep, SettingsDep
+from ..deps import ReadAccess, SessionDep, SettingsDep, errors
 
 router = APIRouter(prefix="/api/v1", tags=["gate"], dependencies=[ReadAccess])
 Name = Annotated[str, Query(min_length=1, max_length=200)]
 Csv = Annotated[str | None, Query(max_length=2000)]
 
 
-@router.post("/gate", response_model=GateOut, responses=ERRORS)
+@router.post("/gate", response_model=GateOut, responses=errors(400, 401, 404, 413, 415, 422))
 def gate(body: GateIn, session: SessionDep, settings: SettingsDep):
     """Candidate runs against a baseline, series by series (spec/api.md, "Gate")."""
     return verdicts.gate(session, body, settings.gate_alpha)
 
 
-@router.get("/compare", response_model=CompareOut, responses=ERRORS)
+@router.get("/compare", response_model=CompareOut, responses=errors(401, 404, 422))
 def compare_view(benchmark: Name, baseline: Name,
                  run_ids: Annotated[str, Query(min_length=1, max_length=20000)],
                  session: SessionDep, settings: SettingsDep, vary: Csv = None, metrics: Csv = None,

@@ -15,13 +15,13 @@ from ...jobs import tasks
 from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut
 from ...usecases import ingest, runs, uploads
 from ..deps import (
-    ERRORS,
     AdminAccess,
     IngestAccess,
     ReadAccess,
     SessionDep,
     SessionsDep,
     SettingsDep,
+    errors,
     principal,
     read_capped,
 )
@@ -48,7 +48,7 @@ def _parse(model: type[M], body: bytes) -> M:
 
 @router.post("/runs", status_code=201, response_model=RunCreated, responses={
     200: {"model": RunCreated, "description": "same idempotency key and body: the first run"},
-    **ERRORS}, dependencies=[IngestAccess],
+    **errors(400, 401, 403, 404, 413, 415, 422, 409, 507)}, dependencies=[IngestAccess],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
 async def create_run(request: Request, sessions: SessionsDep):
@@ -63,7 +63,7 @@ async def create_run(request: Request, sessions: SessionsDep):
 
 
 @router.post("/runs/batch", status_code=201, response_model=RunBatchCreated,
-             responses=ERRORS, dependencies=[IngestAccess],
+             responses=errors(400, 401, 403, 404, 413, 415, 422, 409, 507), dependencies=[IngestAccess],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
 async def create_runs(request: Request, sessions: SessionsDep):
@@ -112,7 +112,7 @@ def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> Non
         log.exception("queueing the jobs after an ingest failed")
 
 
-@router.get("/runs", response_model=RunList, dependencies=[ReadAccess], responses=ERRORS)
+@router.get("/runs", response_model=RunList, dependencies=[ReadAccess], responses=errors(401, 404, 422))
 def list_runs(session: SessionDep, benchmark: Str200 = None, label: Str200 = None,
               branch: Str200 = None, commit: Str200 = None, gpu: Str200 = None,
               repository: Str200 = None, pr: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
@@ -127,12 +127,12 @@ def list_runs(session: SessionDep, benchmark: Str200 = None, label: Str200 = Non
 
 
 @router.get("/runs/{run_id}", response_model=RunOut, dependencies=[ReadAccess],
-            responses=ERRORS)
+            responses=errors(401, 404, 422))
 def get_run(run_id: Id, session: SessionDep):
     return runs.get(session, run_id)
 
 
-@router.delete("/runs/{run_id}", dependencies=[AdminAccess], responses=ERRORS)
+@router.delete("/runs/{run_id}", dependencies=[AdminAccess], responses=errors(401, 403, 404, 409, 422, 507))
 def delete_run(run_id: Id, sessions: SessionsDep, settings: SettingsDep, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
     return runs.delete(sessions, settings.data_dir, run_id, force)

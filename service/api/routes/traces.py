@@ -12,7 +12,7 @@ from ...sandbox import Sandbox
 from ...schemas import StagedTraceOut, TraceOut
 from ...traces import intake
 from ...usecases import traces, uploads
-from ..deps import ERRORS, IngestAccess, ReadAccess, SessionDep, SessionsDep, SettingsDep, principal
+from ..deps import IngestAccess, ReadAccess, SessionDep, SessionsDep, SettingsDep, errors, principal
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
 Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -21,7 +21,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 @router.post("/runs/{run_id}/traces", status_code=202, response_model=TraceOut,
              dependencies=[IngestAccess], responses={
                  200: {"model": TraceOut, "description": "the same file again: the first upload"},
-                 **ERRORS},
+                 **errors(400, 401, 403, 404, 413, 415, 422, 409, 507)},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
 async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
@@ -49,7 +49,7 @@ async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
 @router.post("/traces/stage", status_code=201, response_model=StagedTraceOut,
              dependencies=[IngestAccess], responses={
                  200: {"model": StagedTraceOut, "description": "the same file is staged already"},
-                 **ERRORS},
+                 **errors(400, 401, 403, 404, 413, 415, 422, 507)},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
 async def stage_trace(request: Request,
@@ -62,18 +62,21 @@ async def stage_trace(request: Request,
     name = intake.check_filename(filename)
     tmp, sha, size = await intake.receive(request, s.data_dir, s.max_trace_bytes,
                                               request.app.state.upload_pace)
-    out, created = await run_in_threadpool(uploads.stage, s.data_dir, tmp, name, sha, size)
+    who = getattr(request.state, "principal", None)
+    out, created = await run_in_threadpool(
+        uploads.stage, s.data_dir, tmp, name, sha, size, getattr(who, "name", None) or "anonymous",
+        (s.max_staged_bytes, s.max_staged_bytes_per_token))
     return JSONResponse(out, status_code=201 if created else 200)
 
 
 @router.get("/traces/{trace_id}", dependencies=[ReadAccess], responses={
-    200: {"content": {"application/octet-stream": {}}}, **ERRORS})
+    200: {"content": {"application/octet-stream": {}}}, **errors(401, 404, 422)})
 def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
     path, filename = traces.download_path(session, settings.data_dir, trace_id)
     return FileResponse(path, filename=filename, media_type="application/octet-stream")
 
 
-@router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=ERRORS)
+@router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=errors(401, 404, 422, 503))
 async def trace_timeline(trace_id: Id, sessions: SessionsDep, s: SettingsDep,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
     """Per-stream op intervals of a few decode steps (us from the first step's start), parsed
