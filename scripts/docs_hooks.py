@@ -35,14 +35,46 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+LIMITS = (("minLength", "length >= {}"), ("maxLength", "length <= {}"), ("minimum", ">= {}"),
+          ("maximum", "<= {}"), ("exclusiveMinimum", "> {}"), ("exclusiveMaximum", "< {}"),
+          ("pattern", "matches `{}`"))
+
+
 def _schema_name(ref: dict[str, Any] | None) -> str:
+    """A schema as the reference names it: a model, `string`, `integer (>= 1)`, an array of
+    one, or the choices of an `anyOf` (an optional parameter: its type, the null left out, as
+    `required` says whether it may be missing)."""
     if not ref:
         return ""
     if "$ref" in ref:
         return "`" + ref["$ref"].rsplit("/", 1)[-1] + "`"
+    if "anyOf" in ref or "oneOf" in ref:
+        kinds = [k for k in ref.get("anyOf", ref.get("oneOf", [])) if k.get("type") != "null"]
+        return " or ".join(_schema_name(k) for k in kinds) or "`null`"
+    if "allOf" in ref and len(ref["allOf"]) == 1:
+        return _schema_name(ref["allOf"][0])
+    if "enum" in ref:
+        return "one of " + ", ".join(f"`{v}`" for v in ref["enum"])
     if ref.get("type") == "array":
         return "array of " + _schema_name(ref.get("items"))
-    return f"`{ref.get('type', 'object')}`"
+    if "type" not in ref:
+        raise ValueError(f"a schema the REST reference cannot name: {json.dumps(ref)[:200]}")
+    limits = [fmt.format(ref[k]) for k, fmt in LIMITS if k in ref]
+    return f"`{ref['type']}`" + (f" ({', '.join(limits)})" if limits else "")
+
+
+def error_shape() -> str:
+    """The one JSON error shape, from the model the service answers errors with."""
+    from service.schemas import ErrorOut
+
+    body = ErrorOut.model_json_schema()["$defs"]["ErrorBody"]["properties"]
+    def named(spec: dict[str, Any]) -> str:
+        null = any(k.get("type") == "null" for k in spec.get("anyOf", []))
+        return _schema_name(spec).replace("`", "") + (" or null" if null else "")
+
+    fields = ", ".join(f'"{name}": {named(spec)}' for name, spec in body.items())
+    return (f"Every error, on every route: `{{\"error\": {{{fields}}}}}` (`field`: the request "
+            "field at fault, where there is one).\n")
 
 
 def rest_reference() -> str:
@@ -53,7 +85,8 @@ def rest_reference() -> str:
         settings = Settings(database_url=f"sqlite:///{tmp}/docs.db", data_dir=Path(tmp) / "data")
         doc = create_app(settings).openapi()
     lines = [f"OpenAPI {doc['openapi']}, `{doc['info']['title']}` {doc['info']['version']}. "
-             "The full document is served at `/openapi.json`, browsable at `/docs`.\n"]
+             "The full document is served at `/openapi.json`, browsable at `/docs`.\n",
+             error_shape()]
     for path, ops in sorted(doc["paths"].items()):
         for method, op in ops.items():
             lines.append(f"## `{method.upper()} {path}`\n")
