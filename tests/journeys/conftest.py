@@ -24,29 +24,29 @@ def served_shared(tmp_path_factory):
     yield from _serve(tmp_path_factory.mktemp("served"))
 
 
-def _serve(tmp_path):
+def _serve(tmp_path, *args: str, **extra_env: str):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     db = f"sqlite:///{tmp_path / 'served.db'}"
     log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([PERFWARDEN, "serve", "--port", str(port)], stdout=log,
+    proc = subprocess.Popen([PERFWARDEN, "serve", "--port", str(port), *args], stdout=log,
                             stderr=subprocess.STDOUT, cwd=tmp_path,
                             env=env(PERFWARDEN_DATABASE_URL=db,
-                                    PERFWARDEN_DATA_DIR=str(tmp_path / "data")))
+                                    PERFWARDEN_DATA_DIR=str(tmp_path / "data"), **extra_env))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120  # a shared 2-core machine can be slow to import
+        deadline = time.monotonic() + 600  # a shared 2-core machine can be slow to import or seed
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise AssertionError(f"serve exited: {(tmp_path / 'serve.log').read_text()}")
             try:
-                urllib.request.urlopen(url + "/api/v1/benchmarks", timeout=2).close()
+                urllib.request.urlopen(url + "/api/v1/health", timeout=2).close()
                 break
             except OSError:
                 time.sleep(0.1)
         else:
-            raise AssertionError("serve did not answer in 120 s")
+            raise AssertionError("serve did not answer in 600 s")
         yield Served(url, db)
     finally:
         proc.terminate()

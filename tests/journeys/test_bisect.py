@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .shell import PERFWARDEN, run
 
 # compute-bound on the CPU (the shared expert is most of a step), short trials
@@ -36,6 +38,7 @@ def make_repo(repo: Path) -> list[str]:
     return shas
 
 
+@pytest.mark.serial  # CPU timing: what bisect judges is the collect runs' tok/s
 def test_bisect_names_the_commit_that_planted_extra_work(served, tmp_path):
     repo = tmp_path / "engine"
     shas = make_repo(repo)

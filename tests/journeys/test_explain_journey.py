@@ -100,3 +100,29 @@ def test_matrix_to_explain_to_page_to_pr_comment(served, tmp_path):
     # the PR's run is not part of the history the report explains
     again = json.loads(pw("explain", BENCH, "--server", served.url, "--json").stdout)
     assert again["runs"] == 4 and again["decision"] == ex["decision"]
+
+
+def test_throughput_matrix_names_the_switched_level_and_the_interaction(served, tmp_path):
+    """A user's throughput matrix on the committed H200 curve (grows with M), one with a 3%
+    kernel switch planted at M=8 and one where the shared-expert order helps at M=7/8 and hurts
+    at M=1/4: `explain --metric tok_s` compares M=8 with the others, and names the interaction."""
+    from tests.service.planted_matrix import throughput
+
+    switched = tmp_path / "switched.json"
+    switched.write_text(json.dumps(throughput(lambda M, o: 0.97 if M == 8 else 1.0,
+                                              "journey-switch", seed=11)))
+    pw("ingest", str(switched), "--branch", "main", "--server", served.url)
+    ex = json.loads(pw("explain", "journey-switch", "--metric", "tok_s", "--server", served.url,
+                       "--json").stdout)
+    assert ex["key"] == "batch_size" and ex["diff"]["outlier_levels"] == ["8"]
+    text = pw("explain", "journey-switch", "--metric", "tok_s", "--server", served.url).stdout
+    assert "outlier level(s) 8, others 1/4/7" in text
+
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(throughput(
+        lambda M, o: (1.03 if M >= 7 else 0.97) if o == "overlap" else 1.0, "journey-mix",
+        seed=12)))
+    pw("ingest", str(mixed), "--branch", "main", "--server", served.url)
+    text = pw("explain", "journey-mix", "--metric", "tok_s", "--server", served.url).stdout
+    assert "batch_size x shared_experts interact" in text
+    assert "shared_experts is not the cause" not in text
