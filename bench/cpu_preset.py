@@ -3,9 +3,9 @@
 the gate makes of it.
 
 `collect`: one process per run, interleaved rounds of the preset (A, twice a round), the preset
-with `--extra-work 3` (X3) and `--extra-work 2` (X2), and the preset with two torch threads
-(T2), until SECONDS pass; each run's trials appended to OUT as one JSON line. Run it pinned to
-two cores, as a 2-core CI runner is:
+with `--extra-work 3` (X3), `--extra-work 2` (X2) and `--extra-work 6` (X6, the README tour's
+slowdown), and the preset with two torch threads (T2), until SECONDS pass; each run's trials
+appended to OUT as one JSON line. Run it pinned to two cores, as a 2-core CI runner is:
 
     taskset -c 0,1 python bench/cpu_preset.py collect --seconds 170 --out runs.jsonl
 
@@ -31,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ARMS = {"A": {}, "X2": {"extra_work": 2}, "X3": {"extra_work": 3}, "T2": {"threads": 2}}
-ROUND = ("A", "X3", "A", "X2", "T2")
+ARMS = {"A": {}, "X2": {"extra_work": 2}, "X3": {"extra_work": 3}, "T2": {"threads": 2},
+        "X6": {"extra_work": 6}}
+ROUND = ("A", "X3", "A", "X2", "T2", "X6")
 ONE_RUN = ("import sys, json; from collectors.bench.decode import DecodeConfig, run; "
            "r = run(DecodeConfig(**json.loads(sys.argv[1])))[0]; print(json.dumps(r['trials']))")
 
@@ -74,13 +75,14 @@ def judge(path: Path, draws: int, seed: int) -> None:
               f"{100 * st.stdev(m) / st.mean(m):.1f}% | {st.mean(m) / a_mean:.2f}x |")
     rng = random.Random(seed)
     half = len(runs["A"]) // 2  # runs in the order they ran: the first half long before the rest
+    slow = [arm for arm in ("X3", "X2", "X6") if arm in runs]  # files before X6 lack it
     print("\n| K/M | threshold | A/A pass / regression / inconclusive | A/A across time: pass / "
-          "inconclusive | X3 regression | X2 regression |")
-    print("|---|---:|---:|---:|---:|---:|")
+          "inconclusive | " + " | ".join(f"{arm} regression" for arm in slow) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(slow))
     for k, n_cand in ((3, 1), (5, 3)):
         for t in (15.0, 20.0, 25.0, 30.0):
             share = {}
-            for arm in ("A", "A-time", "X3", "X2"):
+            for arm in ("A", "A-time", *slow):
                 n = {"pass": 0, "fail": 0, "inconclusive": 0}
                 for _ in range(draws):
                     if arm == "A":
@@ -97,8 +99,8 @@ def judge(path: Path, draws: int, seed: int) -> None:
             a = share["A"]
             print(f"| {k}/{n_cand} | {t:g}% | {a['pass']:.0f}% / {a['fail']:.0f}% / "
                   f"{a['inconclusive']:.0f}% | {share['A-time']['pass']:.0f}% / "
-                  f"{share['A-time']['inconclusive']:.0f}% | {share['X3']['fail']:.0f}% | "
-                  f"{share['X2']['fail']:.0f}% |")
+                  f"{share['A-time']['inconclusive']:.0f}% | "
+                  + " | ".join(f"{share[arm]['fail']:.0f}%" for arm in slow) + " |")
     pairs = [(a, x) for a, x in zip(runs["A"][::2], runs["X3"])]
     e = assess_blocks(pairs, "higher")
     print(f"\ninterleaved (A, X3) blocks: {len(pairs)}, change {e.delta_pct:+.1f}%, 95% CI "
