@@ -21,6 +21,7 @@ class SeriesLine:
     ci: str
     cause: str  # the profiler evidence of its series, "" where there is none
     href: str
+    muted: str = ""  # why, by whom and until when the metric does not decide ("" where it does)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _label_answer(name: str, lv: home.LabelVerdict, why: str | None) -> Answer:
         ev = next((x.evidence for x in gv.rows if x.series == r.series and x.evidence), None)
         lines.append(SeriesLine(r.differs or r.series, r.metric.verdict, pct(r.metric.delta_pct),
                                 interval(r.metric.ci_low_pct, r.metric.ci_high_pct, "—"),
-                                ev.text(code="") if ev else "", href))
+                                ev.text(code="") if ev else "", href, r.metric.muted or ""))
     return Answer(what, gv.word, href, lines)
 
 
@@ -83,7 +84,7 @@ def _overview_answer(r: overview.IndexRow) -> Answer | None:
     _, differs = split_series([v.get("keys", {}) for v in r.series_verdicts])
     lines = [SeriesLine(series_label(d) if d else v["series"], v["verdict"], pct(v["change"]),
                         interval(v.get("ci_low"), v.get("ci_high"), "—"), v.get("cause", ""),
-                        compare_href(r.name, r.baseline, [v["run"]], []))
+                        compare_href(r.name, r.baseline, [v["run"]], []), v.get("muted") or "")
              for v, d in zip(r.series_verdicts, differs)]
     what = f"newest {'run' if len(lines) == 1 else 'runs'} of each series vs baseline {r.baseline}"
     return Answer(what, "", "", lines,

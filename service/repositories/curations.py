@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import event, or_, select
+from sqlalchemy import event, func, or_, select
 from sqlalchemy.orm import Session, SessionTransaction
 
 from ..models import Curation, Run
@@ -59,6 +59,21 @@ def in_force(session: Session, series_ids: Iterable[int], now: datetime) -> list
              .order_by(Curation.created_at, Curation.id))
         kept[ids] = list(session.scalars(q))
     return list(kept[ids])
+
+
+def in_force_marks(session: Session, bench_ids: Iterable[int], now: datetime
+                   ) -> dict[int, tuple[int, int]]:
+    """Per benchmark, what its curations in force now add up to (their count and the sum of
+    their ids), in one statement: a verdict stored with these marks is stale once a curation is
+    added, withdrawn or expires. A benchmark with none is left out."""
+    ids = sorted(set(bench_ids))
+    if not ids:
+        return {}
+    q = (select(Curation.benchmark_id, func.count(Curation.id), func.sum(Curation.id))
+         .where(Curation.benchmark_id.in_(ids), Curation.withdrawn_at.is_(None),
+                or_(Curation.expires_at.is_(None), Curation.expires_at > now))
+         .group_by(Curation.benchmark_id))
+    return {int(b): (int(n), int(total)) for b, n, total in session.execute(q)}
 
 
 def run_of(session: Session, run_id: int) -> Run | None:

@@ -5,11 +5,13 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from .. import readcache
 from ..db import Session
 from ..format import series_label
+from ..repositories import curations as curation_repo
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
@@ -70,20 +72,22 @@ QUEUED_PER_VIEW = 25  # summary refreshes one index view may queue
 
 
 def _standing(session: Session, b: Any, base: Any, stored: Any, alpha: float,
-              revision: tuple[int, int], deadline: float, queue: Callable[[], None]
-              ) -> tuple[list[dict[str, Any]], str | None]:
+              revision: tuple[int, int], curated: tuple[int, int] | None, deadline: float,
+              queue: Callable[[], None]) -> tuple[list[dict[str, Any]], str | None]:
     """The stored standing when current; else judged now while the view's budget lasts (and
     stored); else the stored one said as stale, or none yet, with a refresh queued."""
-    if standing.current(stored, b, base, alpha, revision):
+    if standing.current(stored, b, base, alpha, revision, curated):
         return stored.body["series_verdicts"], stored.body["no_verdict"]
     if time.monotonic() < deadline:
         body = standing.refresh(session, b, base, alpha, revision)
         return body["series_verdicts"], body["no_verdict"]
     queue()
     if stored is not None and stored.body.get("judged_with", {}).get("baseline_id") == base.id:
+        since = revision[0] - stored.runs
         return stored.body["series_verdicts"], (
-            f"as of {stored.runs:,} runs; {revision[0] - stored.runs:+,} since, a refresh is "
-            "queued")
+            f"as of {stored.runs:,} runs; " + (f"{since:+,} since" if since else
+                                               "curations changed since") +
+            ", a refresh is queued")
     return [], "verdicts being computed (a job is queued); reload in a moment"
 
 
@@ -95,7 +99,7 @@ class _Refreshes:
     def __init__(self, recompute: summaries.Recompute, db: str):
         self.recompute, self.db, self.queued = recompute, db, 0
 
-    def __call__(self, b: Any, revision: tuple[int, int]) -> None:
+    def __call__(self, b: Any, revision: tuple[int, ...]) -> None:
         if self.queued >= QUEUED_PER_VIEW:
             return
         fresh: list[int] = []
@@ -135,6 +139,7 @@ def index_page(session: Session, recompute: summaries.Recompute, alpha: float = 
     shown_runs = views_repo.newest_runs(session, ids)
     stored = summary_repo.every(session, (standing.VERDICTS, summaries.CHANGES), standing.METRIC,
                                 ids)
+    curated = curation_repo.in_force_marks(session, ids, datetime.now(timezone.utc))
     deadline = time.monotonic() + BUDGET_S
     queue_once = _Refreshes(recompute, str(session.get_bind().engine.url))
     rows = []
@@ -142,8 +147,10 @@ def index_page(session: Session, recompute: summaries.Recompute, alpha: float = 
         base, count = newest.get(b.id), b.runs
         revision = (b.runs, b.last_run_id or 0)
         series_verdicts, no_verdict = _standing(
-            session, b, base, stored.get((b.id, standing.VERDICTS)), alpha, revision, deadline,
-            functools.partial(queue_once, b, revision)) if base is not None else ([], None)
+            session, b, base, stored.get((b.id, standing.VERDICTS)), alpha, revision,
+            curated.get(b.id), deadline,
+            functools.partial(queue_once, b, (*revision, *curated.get(b.id, (0, 0))))
+        ) if base is not None else ([], None)
         counts: dict[str, int] = {}
         for v in series_verdicts:
             counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1

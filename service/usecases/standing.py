@@ -15,6 +15,7 @@ from ..errors import DomainError
 from ..evidence import evidence
 from ..format import series_label
 from ..repositories import baselines as baseline_repo
+from ..repositories import curations as curation_repo
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
@@ -27,16 +28,26 @@ METRIC = "tok_s"  # the metric the index judges
 ORDER = (REGRESSION, INCONCLUSIVE, IMPROVEMENT, PASS)
 
 
-def judged_with(b: Any, base: Any, alpha: float) -> dict[str, Any]:
-    """What a stored standing was judged against: a change to any of these makes it stale."""
+def judged_with(b: Any, base: Any, alpha: float, curated: tuple[int, int] | None
+                ) -> dict[str, Any]:
+    """What a stored standing was judged against: a change to any of these makes it stale.
+    `curated`: the benchmark's curations in force (curations.in_force_marks), so a mute set,
+    withdrawn or expired is said at once, with no new run."""
     return {"baseline_id": base.id, "baseline": base.name,
             "baseline_at": runs_repo.utc(base.updated_at), "branch": default_branch(b),
-            "alpha": alpha, "fields": 2}  # the fields a verdict entry holds: a new set restales
+            "alpha": alpha, "curated": list(curated or (0, 0)),
+            "fields": 3}  # the fields a verdict entry holds: a new set restales
 
 
-def current(row: Any, b: Any, base: Any, alpha: float, revision: tuple[int, int]) -> bool:
+def marks(session: Session, b: Any) -> tuple[int, int] | None:
+    """The benchmark's curations in force now, as judged_with holds them."""
+    return curation_repo.in_force_marks(session, [b.id], datetime.now(timezone.utc)).get(b.id)
+
+
+def current(row: Any, b: Any, base: Any, alpha: float, revision: tuple[int, int],
+            curated: tuple[int, int] | None) -> bool:
     return row is not None and (row.runs, row.last_run_id) == revision and \
-        row.body.get("judged_with") == judged_with(b, base, alpha)
+        row.body.get("judged_with") == judged_with(b, base, alpha, curated)
 
 
 def judge(session: Session, b: Any, count: int, base: Any, alpha: float
@@ -65,7 +76,7 @@ def judge(session: Session, b: Any, count: int, base: Any, alpha: float
                         "change": m.delta_pct, "run": by_series[m.series_id].id,
                         "ci_low": m.ci_low_pct, "ci_high": m.ci_high_pct, "keys": m.series,
                         "cause": evidence(g, m).text(code="") if g is not None else "",
-                        "reason": m.reason})
+                        "reason": m.reason, "muted": m.muted})
     others = count - len(keys)  # runs the baseline does not hold
     if not cand and others > 0:
         no_verdict = (f"no newer {default_branch(b)} run in the baseline's series; "
@@ -78,8 +89,10 @@ def judge(session: Session, b: Any, count: int, base: Any, alpha: float
 
 def body(session: Session, b: Any, base: Any, alpha: float, count: int) -> dict[str, Any]:
     """The stored form: what it was judged with, the series verdicts, why there is none."""
+    curated = marks(session, b)  # read before the gate: a curation added meanwhile restales
     series_verdicts, no_verdict = judge(session, b, count, base, alpha)
-    return {"judged_with": judged_with(b, base, alpha), "series_verdicts": series_verdicts,
+    return {"judged_with": judged_with(b, base, alpha, curated),
+            "series_verdicts": series_verdicts,
             "no_verdict": no_verdict}
 
 

@@ -158,3 +158,33 @@ def test_a_hostile_note_is_one_line_and_never_markup(client):
 
     body = "\n".join(verdict_table(GateOut.model_validate(gate(client, "h", a, a))))
     assert "<script>" not in body and "\n## heading" not in body
+
+
+def _home_row(client, bench: str) -> str:
+    """The benchmark's row of the home page, as text."""
+    import html
+    import re
+
+    page = client.get("/", params={"q": bench}).text
+    row = page.split(f'href="/benchmarks/{bench}"', 1)[1].split("</tr>", 1)[0]
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", row)))
+
+
+def test_the_home_page_says_a_mute_the_moment_it_is_set_and_its_withdrawal(client):
+    rng = random.Random(5)
+    base = post(client, [rec("h", 1000, i, rng, branch="main") for i in range(3)])
+    r = client.post("/api/v1/baselines", json={"name": "v1", "benchmark": "h", "run_ids": base})
+    assert r.status_code == 201, r.text
+    (newest,) = post(client, [rec("h", 900, 3, rng, branch="main")])
+    row = _home_row(client, "h")
+    assert "regression" in row and "muted" not in row, row  # the stored standing, judged once
+    sid = client.get(f"/api/v1/runs/{newest}").json()["series_id"]
+    r = client.post("/api/v1/benchmarks/h/curations", json={
+        "kind": "mute", "series_id": sid, "metric": "tok_s", "note": "clocks locked low",
+        "expires_at": soon()})
+    assert r.status_code == 201, r.text
+    row = _home_row(client, "h")  # no new run: the mute alone makes the standing stale
+    assert "regression (muted)" in row, row
+    assert client.delete(f"/api/v1/curations/{r.json()['id']}").status_code == 200
+    row = _home_row(client, "h")
+    assert "regression" in row and "muted" not in row, row
