@@ -29,7 +29,9 @@ def add_curate(sub: argparse._SubParsersAction) -> None:
                         ("mute", "the metric of the series no longer decides, until it expires")):
         c = csub.add_parser(name, help=help_)
         c.add_argument("--benchmark", required=True)
-        c.add_argument("--series", type=int, required=True, help="the series id (its page's)")
+        c.add_argument("--series", type=int, required=True,
+                       help="the series id: 'series N' on its benchmark page (pick the "
+                       "series), or a run's series_id")
         c.add_argument("--metric", default="tok_s")
         c.add_argument("--note", required=True, help="why (stored with who and when)")
         c.add_argument("--server", required=True)

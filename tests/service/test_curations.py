@@ -179,6 +179,8 @@ def test_the_home_page_says_a_mute_the_moment_it_is_set_and_its_withdrawal(clien
     row = _home_row(client, "h")
     assert "regression" in row and "muted" not in row, row  # the stored standing, judged once
     sid = client.get(f"/api/v1/runs/{newest}").json()["series_id"]
+    # the id the curate command asks for is on the series' page
+    assert f'id="series-id">series {sid}<' in client.get(f"/benchmarks/h?series={sid}").text
     r = client.post("/api/v1/benchmarks/h/curations", json={
         "kind": "mute", "series_id": sid, "metric": "tok_s", "note": "clocks locked low",
         "expires_at": soon()})
