@@ -1,6 +1,7 @@
 """Why, not only what (spec/api.md, Trace evidence and Cause): the profiler evidence of each
 series across its runs with traces, and one cause for a verdict that did not pass, decided from
-what was measured, in this order: configuration (config keys differ between the sides),
+what was measured, in this order: configuration (config keys differ between the sides, or the
+series does not know which server it measured: its `unknown` identity keys),
 environment (GPU, driver, torch/CUDA/NCCL versions, SM clocks or throttle reasons differ), code
 (a kernel or lane figure changed significantly and materially, or, with none, a change beyond
 what the baseline's runs can detect: the noise card of stats/history.noise), else noise."""
@@ -13,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from collectors.traces.diff import run_kernels
 from collectors.traces.summary import valid as valid_summary
 
-from ..format import num, pct
+from ..format import num, pct, settle_unknown, unknown_keys
 from ..schemas import Cause, FigureChange, TraceEvidence
 from ..stats import history as hstats
 from ..stats.gate import Judgement, MetricResult
 from ..stats.traces import CORRECTION_NAME, LANES, MATERIAL_PCT, Change, RunTrace, trace_changes
+from .unknown import ORDER
 
 if TYPE_CHECKING:
     from ..models import Run
@@ -189,6 +191,13 @@ def cause(j: Judgement, runs: Mapping[int, Run], evidence: Sequence[TraceEvidenc
     if env:
         return Cause(kind="environment",
                      line=f"environment: {', '.join(env)} between the sides" + also)
+    unknown = {k for r in held for k in unknown_keys(r.comparison.series)} - set(vary)
+    lacking = sorted(unknown, key=lambda k: (ORDER.index(k) if k in ORDER else len(ORDER), k))
+    if lacking:  # nothing says the two sides ran one server
+        said = ", ".join(lacking[:-1]) + " and " + lacking[-1] if len(lacking) > 1 else lacking[0]
+        return Cause(kind="configuration",
+                     line=f"configuration: {said} unknown: the runs may be of "
+                          f"different servers ({settle_unknown(lacking)})" + also)
     if found:
         return Cause(kind="code", line="code: significant, material changes in the traces: "
                                        + "; ".join(found))

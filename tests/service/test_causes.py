@@ -70,3 +70,21 @@ def test_traces_too_few_to_test_are_said_untested():
                        kernels=[], lanes=[])
     c = cause(_judged(0.07), {i: _run(i) for i in range(1, 7)}, [ev], [])
     assert c.kind == "code" and f"the traces' figures untested ({note})" in c.line
+
+
+def test_a_server_of_unknown_identity_is_never_said_to_match():
+    """Runs whose files named no model or tp (an SGLang bench_serving line) may be of two
+    servers: the cause says so and how to settle it, never "config and environment match"."""
+    base = [[1000.0 + d for d in r] for r in ([0.0, 3.0, -2.0], [1.0, -1.0, 2.0])]
+    cand = [[v * 0.25 for v in r] for r in base]
+    series = {"concurrency": 1, "unknown": "model,tp"}
+    c = Comparison("tok_s", "tok/s", "higher", 2.0, False, series, 1, base, cand,
+                   baseline_ids=(1, 2), candidate_ids=(3, 4))
+    j = judge([c])
+    runs = {i: _run(i, config=dict(series)) for i in range(1, 5)}
+    got = cause(j, runs, [], [])
+    assert got is not None and got.kind == "configuration", got
+    assert "model and tp unknown" in got.line and "--config model=..." in got.line
+    assert "match" not in got.line
+    known = cause(j, runs, [], ["model", "tp"])  # compared across them on purpose
+    assert known is not None and "unknown" not in known.line
