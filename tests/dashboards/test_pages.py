@@ -88,6 +88,9 @@ def test_experiment_page_names_its_interval_level(client):
     else:
         assert level == want
     assert f"CI at {level}" in _text(html)
+    # the page says why, as the API does: the cause of a verdict that did not pass
+    assert verdict["verdict"] != "pass" and verdict["cause"]["line"]
+    assert f"Cause: {verdict['cause']['line']}" in _text(html)
 
 
 def test_index_says_why_a_benchmark_has_no_verdict(client):
