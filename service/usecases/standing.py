@@ -111,18 +111,3 @@ def for_job(session: Session, b: Any, alpha: float, revision: tuple[int, int]
     where it has none)."""
     base = baseline_repo.newest(session, [b.id]).get(b.id)
     return None if base is None else body(session, b, base, alpha, revision[0])
-
-
-def refresh_all(session: Session, alpha: float) -> int:
-    """Every benchmark's standing that is not current (seeding, a bulk load); returns how many
-    were judged."""
-    newest = views_repo.newest_baselines(session)
-    stored = summary_repo.every(session, (VERDICTS,), METRIC)
-    n = 0
-    for b in views_repo.overview(session):
-        base, revision = newest.get(b.id), (b.runs, b.last_run_id or 0)
-        if base is not None and not current(stored.get((b.id, VERDICTS)), b, base, alpha,
-                                            revision):
-            refresh(session, b, base, alpha, revision)
-            n += 1
-    return n
