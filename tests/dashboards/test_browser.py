@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -12,15 +13,37 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def seeded(settings):
-    if settings.database_url.startswith("postgresql"):
-        pytest.skip("the browser suite runs once, on SQLite")
+@pytest.fixture(scope="module")
+def seeded_once(tmp_path_factory, migrated):
+    """The committed H200 runs seeded into a SQLite database once per module, their durable jobs
+    (trace analyses, alert evaluations, summaries) run: each test starts from a copy of it."""
+    from service.config import Settings
+    from service.db import make_engine, session_factory
+    from service.jobs.worker import drain
     from service.seed import seed
 
+    folder = tmp_path_factory.mktemp("seeded")
+    url = f"sqlite:///{folder / 'perfwarden.db'}"
+    migrated(url)
+    settings = Settings(database_url=url, data_dir=folder / "data", bind_host="127.0.0.1")
     # 68 + the A/B processes (24), the two experiments (36), the shared-expert PR's matrix (24),
     # the explain matrix made twice (32) and the two decisions in GPU time (22)
     assert seed(settings, H200) == 220
+    engine = make_engine(url)
+    drain(settings, session_factory(engine), timeout_s=300)
+    engine.dispose()
+    return folder
+
+
+@pytest.fixture
+def seeded(settings, request):
+    if settings.database_url.startswith("postgresql"):
+        pytest.skip("the browser suite runs once, on SQLite")
+    folder = request.getfixturevalue("seeded_once")
+    db = Path(settings.database_url.removeprefix("sqlite:///"))
+    for f in folder.glob("perfwarden.db*"):  # the database with its -wal and -shm files
+        shutil.copyfile(f, db.with_name(f.name))
+    shutil.copytree(folder / "data", settings.data_dir, dirs_exist_ok=True)
     return settings
 
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import H200, drain_jobs, h200_records
-from tests.dashboards.test_browser import SIZES, _boxes, _open, browser, seeded  # noqa: F401
+from tests.dashboards.test_browser import SIZES, _boxes, _open, browser, seeded, seeded_once  # noqa: F401
 from tests.test_cli import run
 
 pytestmark = pytest.mark.browser
