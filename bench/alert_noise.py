@@ -9,7 +9,7 @@ change point of the final recompute), alerts per history, the delay (runs after 
 until the alert is first delivered, recomputing after every run) and the share of delivered
 alerts the final recompute no longer holds (none within 3 runs, same direction: withdrawn).
 
-    python bench/alert_noise.py [--histories 100] [--seed 1]
+    python bench/alert_noise.py [--histories 100] [--seed 1] [--confirm 3]
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.gate_noise import Noise  # noqa: E402
+from service.stats import history as hist  # noqa: E402
 from service.stats.history import ChangePoint, change_points  # noqa: E402
 
 THRESHOLD = 0.5
@@ -75,12 +76,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sd", type=float, default=0.12)
     ap.add_argument("--slow", type=float, default=0.2)
+    ap.add_argument("--confirm", type=int, default=hist.CONFIRM_RUNS,
+                    help="runs the newest segment needs before it is judged (the rule's "
+                         "CONFIRM_RUNS; other values show what it trades)")
     args = ap.parse_args()
+    hist.CONFIRM_RUNS = args.confirm
     nz = Noise(random.Random(args.seed), argparse.Namespace(
         sd=args.sd, mode_gap=0.3, slow=args.slow, outlier=0.02, outlier_pct=3.0))
     n = args.runs
     print(f"{args.histories} histories of {n} runs, threshold {THRESHOLD}%, run sd {args.sd}%, "
-          f"slow clock -0.3% in {100 * args.slow:g}% of runs, 2% outlier processes at -3%")
+          f"slow clock -0.3% in {100 * args.slow:g}% of runs, 2% outlier processes at -3%; "
+          f"the newest segment judged from {args.confirm} runs")
     for name, shape in CASES.items():
         alerts, with_alert, delays, sent, gone = 0, 0, [], 0, 0
         for _ in range(args.histories):
