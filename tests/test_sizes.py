@@ -1,4 +1,4 @@
-"""House style 6 (DESIGN.md): no module over 400 lines and no function over 60 lines in
+"""The house limits (docs/layout.md): no module over 400 lines and no function over 60 lines in
 service/, collectors/ and dashboards/, except where docs/layout.md says why. The
 Its list must name only what is really over a limit, so it cannot go stale."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Engine identity on ingest (spec/api.md v1.1, `perfwarden ingest`): command-line flags win,
+"""Engine identity on ingest (spec/api.md, `perfwarden ingest`): command-line flags win,
 stored command lines give canonical keys, CI and nvidia-smi give commit and GPU, and what cannot
 be known is said."""
 from __future__ import annotations

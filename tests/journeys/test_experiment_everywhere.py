@@ -1,6 +1,5 @@
-"""Journey (DESIGN.md house style 7; spec/api.md, One experiment one answer): one `--until-decided`
-experiment,
-and every place that shows its verdict. The CLI runs the arms against a live server (the looks
+"""Journey (spec/api.md, One experiment one answer): one `--until-decided` experiment, and
+every place that shows its verdict. The CLI runs the arms against a live server (the looks
 are stored with the runs), then the gate API, the experiments API, the PR comment's markdown and
 the experiment page are asked; each gives the same verdict, change and interval, judged at
 alpha / looks with the level printed as such."""

@@ -1,4 +1,4 @@
-"""Strict API (spec/api.md v1.1): unknown query parameters and body fields, writes that never
+"""Strict API (spec/api.md, Runs, series and baselines): unknown query parameters and body fields, writes that never
 reopen, proxies, migration state, deleting runs."""
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def test_openapi_matches_spec(client):
     assert {"benchmark", "metrics"} <= set(run_in["required"])
     gate_out = doc["components"]["schemas"]["MetricVerdict"]["properties"]
     assert {"delta_pct", "ci_low_pct", "ci_high_pct", "p_value", "threshold_pct", "verdict"} <= set(gate_out)
-    # v1.2: roles, the spread's source, alpha and looks; looks and bisect tags on run records
+    # roles, the spread's source, alpha and looks; looks and bisect tags on run records
     assert {"role", "spread_from", "spread_runs"} <= set(gate_out)
     assert {"alpha", "looks"} <= set(doc["components"]["schemas"]["GateOut"]["properties"])
     assert "looks" in doc["components"]["schemas"]["ExperimentTag"]["properties"]

@@ -1,4 +1,4 @@
-"""The v1.1 gate through the API: a run counts once, varied keys, branch-aware history and noise,
+"""The gate through the API: a run counts once, varied keys, branch-aware history and noise,
 and the shared-expert PR's question on real H200 data (data/h200/ab)."""
 from __future__ import annotations
 
