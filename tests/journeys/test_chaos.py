@@ -122,6 +122,19 @@ def _killed_mid_analysis(victim: subprocess.Popen, also: list[subprocess.Popen])
     return below
 
 
+def _killed_leaves_nothing(serve: subprocess.Popen, pids: list[int], port: int) -> None:
+    """kill -9 of `serve`: within 10 s none of `pids` is alive and the port binds at once."""
+    os.kill(serve.pid, signal.SIGKILL)
+    serve.wait()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in pids if _alive(p)] == []
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+
+
 def test_kill_9_mid_analysis_leaves_no_orphan_and_the_port_serves_at_once(
         settings, large_trace, tmp_path):
     with socket.socket() as s:
@@ -209,15 +222,7 @@ def test_kill_9_of_a_serve_with_worker_processes_frees_the_port(tmp_path):
             time.sleep(0.1)
         workers = _tree(serve.pid)
         assert len(workers) >= 2, workers
-        os.kill(serve.pid, signal.SIGKILL)
-        serve.wait()
-        deadline = time.monotonic() + 10
-        while any(map(_alive, workers)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [p for p in workers if _alive(p)] == []
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(("127.0.0.1", port))
+        _killed_leaves_nothing(serve, workers, port)
     finally:
         if serve.poll() is None:
             serve.kill()
@@ -287,16 +292,7 @@ def test_a_reads_server_serves_the_pages_behind_the_api_and_goes_with_it(tmp_pat
         assert spent_reads > 2 * spent_api, (spent_reads, spent_api)
         folders = set(glob.glob(os.path.join(tempfile.gettempdir(), "perfwarden-reads-*")))
         assert len(folders - before) == 1
-        os.kill(serve.pid, signal.SIGKILL)
-        serve.wait()
-        everyone = readers + api
-        deadline = time.monotonic() + 10
-        while any(map(_alive, everyone)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [p for p in everyone if _alive(p)] == []
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(("127.0.0.1", port))
+        _killed_leaves_nothing(serve, readers + api, port)
         serve = _start(args, tmp_path, "serve.log", extra)
         _answering(url, serve, 180)
         assert not (folders - before) & set(glob.glob(os.path.join(tempfile.gettempdir(),
