@@ -8,7 +8,7 @@ evaluations and the experiments' stored plans)."""
 from .alerts import Alert
 from .base import NAME, Base
 from .baselines import Baseline, BaselineHistory
-from .benchmarks import Benchmark, MetricDef, Series
+from .benchmarks import Benchmark, BenchmarkCount, MetricDef, Series
 from .bot import PrComment
 from .curations import Curation
 from .evaluations import AlertEvaluation, ExperimentPlan
@@ -20,7 +20,7 @@ from .tokens import ApiToken
 from .traces import TraceFile
 
 __all__ = [
-    'NAME', 'Base', 'Benchmark', 'Series', 'MetricDef', 'Run', 'Sample', 'RunMetric',
+    'NAME', 'Base', 'Benchmark', 'BenchmarkCount', 'Series', 'MetricDef', 'Run', 'Sample', 'RunMetric',
     'TraceFile', 'Baseline', 'BaselineHistory', 'ApiToken', 'PrComment', 'Alert', 'Job',
     'PendingEvaluation', 'SeriesState', 'Summary', 'AlertEvaluation', 'ExperimentPlan',
     'Curation',

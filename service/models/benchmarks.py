@@ -55,3 +55,22 @@ class MetricDef(Base):
     exact: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     gated: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True)
     builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+
+
+COUNT_SHARDS = 16  # the migration's triggers use the same number
+
+
+class BenchmarkCount(Base):
+    """A benchmark's run count, newest run id and newest run time, kept by triggers on `runs`
+    (migration 0015), never written here. Each PostgreSQL connection adds to a shard of its own
+    (its backend pid modulo COUNT_SHARDS), so concurrent ingests of one benchmark never wait for each
+    other; a reader sums the runs and takes the largest id and time. After a delete every shard
+    is clamped to what remains."""
+
+    __tablename__ = "benchmark_counts"
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id", ondelete="CASCADE"),
+                                              primary_key=True)
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
+    runs: Mapped[int] = mapped_column(Integer, nullable=False)
+    top: Mapped[int | None] = mapped_column(Integer)
+    latest: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import weakref
 from datetime import datetime, timezone
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -18,6 +18,7 @@ from ..errors import NotFound
 from ..models import (
     Baseline,
     Benchmark,
+    BenchmarkCount,
     MetricDef,
     Run,
     RunMetric,
@@ -243,19 +244,32 @@ def recent_runs(session: Session, bench_id: int, limit: int) -> list[Run]:
                                 .order_by(Run.started_at.desc(), Run.id.desc()).limit(limit)))
 
 
+def counted() -> Any:
+    """Per benchmark: its run count (`runs`), newest run id (`top`) and newest run time
+    (`latest`), summed over the shards the triggers on `runs` keep (models.BenchmarkCount), as
+    a subquery to join on `benchmark_id`."""
+    return select(BenchmarkCount.benchmark_id,
+                  func.sum(BenchmarkCount.runs).label("runs"),
+                  func.max(BenchmarkCount.top).label("top"),
+                  func.max(BenchmarkCount.latest).label("latest")
+                  ).group_by(BenchmarkCount.benchmark_id).subquery()
+
+
 def benchmark_overview(session: Session) -> list[tuple[Benchmark, int, datetime | None]]:
-    """Every benchmark with its run count and newest run time, newest first (one query)."""
-    rows = session.execute(select(Benchmark, func.count(Run.id), func.max(Run.started_at))
-                           .join(Run, Run.benchmark_id == Benchmark.id, isouter=True)
-                           .group_by(Benchmark.id)).all()
-    return sorted(((b, int(c), t) for b, c, t in rows),
+    """Every benchmark with its run count and newest run time, newest first (one query over
+    the benchmarks and their kept counts)."""
+    c = counted()
+    rows = session.execute(select(Benchmark, c.c.runs, c.c.latest).join(
+        c, c.c.benchmark_id == Benchmark.id, isouter=True)).all()
+    return sorted(((b, int(n or 0), t) for b, n, t in rows),
                   key=lambda x: (x[2] is not None, x[2] or datetime.min), reverse=True)
 
 
 def fingerprint(session: Session, bench_id: int) -> tuple[int, int]:
-    """(run count, newest run id) of a benchmark: changes with every stored or deleted run."""
-    n, top = session.execute(select(func.count(), func.max(Run.id))
-                             .where(Run.benchmark_id == bench_id)).one()
+    """(run count, newest run id) of a benchmark: changes with every stored or deleted run
+    (kept by the triggers on `runs`: a few rows read at any history length)."""
+    n, top = session.execute(select(func.sum(BenchmarkCount.runs), func.max(BenchmarkCount.top))
+                             .where(BenchmarkCount.benchmark_id == bench_id)).one()
     return int(n or 0), int(top or 0)
 
 

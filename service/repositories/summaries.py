@@ -9,17 +9,22 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from ..models import Benchmark, Run, RunMetric, Summary, TraceFile
+from ..models import Benchmark, BenchmarkCount, Run, RunMetric, Summary, TraceFile
 
 Coverage = tuple[int, int]  # (run count, newest run id)
 
 
 def coverage(session: Session, bench_id: int, label: str = "") -> Coverage:
-    """(count, newest id) of the benchmark's runs, or of one label's (indexed: runs.label)."""
-    q = select(func.count(), func.max(Run.id)).where(Run.benchmark_id == bench_id)
+    """(count, newest id) of the benchmark's runs (kept by the triggers on `runs`), or of one label's
+    (indexed: runs.label)."""
+    q: Any
     if label:
-        q = q.where(Run.label == label)
-    n, top = session.execute(q).one()
+        q = select(func.count(), func.max(Run.id)).where(Run.benchmark_id == bench_id,
+                                                         Run.label == label)
+    else:
+        q = select(func.sum(BenchmarkCount.runs), func.max(BenchmarkCount.top)).where(
+            BenchmarkCount.benchmark_id == bench_id)
+    n, top = session.execute(q).first() or (0, 0)
     return int(n or 0), int(top or 0)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session, aliased
 
-from ..models import Baseline, Benchmark, Curation, Run, RunMetric, Series, TraceFile
-from .runs import filter_runs
+from ..models import Baseline, Benchmark, BenchmarkCount, Curation, Run, RunMetric, Series, TraceFile
+from .runs import counted, filter_runs
 
 
 def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int],
@@ -72,12 +72,13 @@ def newest_per_series(session: Session, bench_id: int, metric: str, per_series: 
 
 def overview(session: Session, name: str | None = None) -> list[Any]:
     """Every benchmark (or the one of that name: id, name, default_branch, bisect_command) with
-    its run count, newest run time and newest run id (the revision runs.fingerprint gives),
-    newest run first, in one statement of plain rows."""
+    its run count, newest run time and newest run id (the revision runs.fingerprint gives, kept
+    on its row by the triggers on `runs`), newest run first, in one statement of plain rows."""
+    c = counted()
     q = select(Benchmark.id, Benchmark.name, Benchmark.default_branch, Benchmark.bisect_command,
-               func.count(Run.id).label("runs"), func.max(Run.started_at).label("latest"),
-               func.max(Run.id).label("last_run_id")).join(
-        Run, Run.benchmark_id == Benchmark.id, isouter=True).group_by(Benchmark.id)
+               func.coalesce(c.c.runs, 0).label("runs"), c.c.latest.label("latest"),
+               c.c.top.label("last_run_id")).join(c, c.c.benchmark_id == Benchmark.id,
+                                                  isouter=True)
     if name is not None:
         q = q.where(Benchmark.name == name)
     rows = session.execute(q).all()
@@ -147,9 +148,9 @@ def newest_experiments_of(session: Session, limit: int) -> dict[int, list[str]]:
 
 def benchmark_revision(session: Session, bench_id: int, now: datetime) -> tuple[Any, ...]:
     """What a verdict on the benchmark's runs depends on, in one statement: its run count and
-    newest run id, its baselines' count and newest update, its trace files and those still
-    pending (their analysis is the verdict's evidence), and its curations in force at `now` (a
-    mute that expires changes the verdict with no write)."""
+    newest run id (kept by the triggers on `runs`), its baselines' count and newest update, its
+    trace files and those still pending (their analysis is the verdict's evidence), and its
+    curations in force at `now` (a mute that expires changes the verdict with no write)."""
     traces = select(TraceFile.id).join(Run, Run.id == TraceFile.run_id).where(
         Run.benchmark_id == bench_id).subquery()
     pending = select(TraceFile.id).join(Run, Run.id == TraceFile.run_id).where(
@@ -159,8 +160,10 @@ def benchmark_revision(session: Session, bench_id: int, now: datetime) -> tuple[
             Curation.benchmark_id == bench_id, Curation.withdrawn_at.is_(None),
             Curation.expires_at.is_(None) | (Curation.expires_at > now)).scalar_subquery()
     row = session.execute(select(
-        select(func.count(Run.id)).where(Run.benchmark_id == bench_id).scalar_subquery(),
-        select(func.max(Run.id)).where(Run.benchmark_id == bench_id).scalar_subquery(),
+        select(func.coalesce(func.sum(BenchmarkCount.runs), 0))
+        .where(BenchmarkCount.benchmark_id == bench_id).scalar_subquery(),
+        select(func.max(BenchmarkCount.top)).where(BenchmarkCount.benchmark_id == bench_id)
+        .scalar_subquery(),
         select(func.count(Baseline.id)).where(Baseline.benchmark_id == bench_id)
         .scalar_subquery(),
         select(func.max(Baseline.updated_at)).where(Baseline.benchmark_id == bench_id)

@@ -5,6 +5,7 @@ branch unless asked otherwise, by the one history rule of spec/api.md, History o
 record posted twice counts once."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NotRequired, Protocol, TypedDict
@@ -177,7 +178,8 @@ def _fit_changepoints(session: Session, bench: BenchmarkRow, metric: str, branch
         ids.append(run_id)
         means.append(mean)
     thr = threshold_pct(metric)
-    fits = {sid: (ids, hstats.change_points(means, thr))
+    fits = {sid: (ids, readcache.fitted(("change_points", thr), ids, means,
+                                        functools.partial(hstats.change_points, means, thr)))
             for sid, (ids, means) in by_series.items()}
     marks = hist_repo.run_marks(session, [ids[c.index] for ids, cps in fits.values() for c in cps])
     series = series_repo.series_rows(session, set(by_series))

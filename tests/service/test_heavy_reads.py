@@ -157,3 +157,39 @@ def test_the_index_shows_a_hundred_benchmarks_a_page_and_filters_by_name(client)
     none = client.get("/", params={"q": "<script>"}).text
     assert "no benchmark whose name holds “&lt;script&gt;”" in none and "<script>\"" not in none
     assert client.get("/", params={"page": 0}).status_code == 422
+
+
+def _kept_and_counted(url: str) -> tuple[list, list]:
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(url)
+    with eng.connect() as c:
+        kept = c.execute(text(
+            "SELECT b.name, coalesce(sum(k.runs), 0), max(k.top), max(k.latest) FROM benchmarks b "
+            "LEFT JOIN benchmark_counts k ON k.benchmark_id = b.id GROUP BY b.name "
+            "ORDER BY b.name")).all()
+        counted = c.execute(text(
+            "SELECT b.name, count(r.id), max(r.id), max(r.started_at) FROM benchmarks b "
+            "LEFT JOIN runs r ON r.benchmark_id = b.id GROUP BY b.name ORDER BY b.name")).all()
+    eng.dispose()
+    return [tuple(r) for r in kept], [tuple(r) for r in counted]
+
+
+def test_the_benchmarks_run_counts_follow_every_insert_and_delete(client, settings):
+    """The revision the cached reads are keyed by (run count, newest run id) and the home
+    page's order (newest run time) are kept by triggers on `runs`: after a batch of two
+    benchmarks, a single run, the newest run deleted and an older one, they equal a count over
+    the runs."""
+    url = settings.database_url
+    ids = _post(client, [_run(i, 100.0) for i in range(5)]
+                + [_run(i, 50.0, benchmark="bench-b") for i in range(5, 8)])
+    single = _post(client, [_run(20, 100.0)])
+    kept, counted = _kept_and_counted(url)
+    assert kept == counted and [r[1] for r in kept] == [6, 3]
+    for gone in (single[0], ids[0], ids[-1]):  # the newest of a, an older one of a, all of b's newest
+        assert client.delete(f"/api/v1/runs/{gone}").status_code == 200
+        kept, counted = _kept_and_counted(url)
+        assert kept == counted
+    assert [r[1] for r in kept] == [4, 2]
+    home = client.get("/").text
+    assert home.index("bench-b") < home.index("bench-a")  # newest run first: b's 00:06, a's 00:04
