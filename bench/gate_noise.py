@@ -12,8 +12,8 @@ the residuals' trial spread. The statistics are the API's own (service.stats.gat
 Cases (each a rate over --draws draws):
 1. a low single baseline: one baseline run --low-pct below a 20-run history, the candidate
    truly -1% (1 and 2 candidate runs): how often it passes or improves (goal: never);
-2. 3 baseline runs vs 1 candidate run at a true -0.6% and -0.5% (threshold 0.5%): false
-   passes (goals <= 2% and <= 5%);
+2. 3 baseline runs vs 1 candidate run at a true -0.6% and -0.5% (threshold 0.5%), with no
+   history and with a 20-run history: false passes (goals <= 2% and <= 5%);
 3. 8 comparisons (8 series, 3 vs 3 runs) all at a true -0.45%: requests that fail (goal
    <= 6%);
 4. 1 vs 1 and 1 vs 2 runs with a 20-run history at 0% and -1%: pass and regression shares
@@ -108,12 +108,16 @@ def low_baseline(nz: Noise, draws: int, low_pct: float) -> None:
 
 
 def three_vs_one(nz: Noise, draws: int) -> None:
-    for true in (-0.6, -0.5):
-        got: Counter = Counter()
-        for _ in range(draws):
-            base = [nz.run() for _ in range(3)]
-            got[judge([comp(base, [nz.run(1 + true / 100)])]).metrics[0].verdict] += 1
-        print(f"  3 vs 1 at {true:+g}% (threshold 0.5%): {rates(got, draws)}")
+    for hist in (0, 20):
+        for true in (-0.6, -0.5):
+            got: Counter = Counter()
+            for _ in range(draws):
+                base = [nz.run() for _ in range(3)]
+                history = nz.means(hist) if hist else ()
+                got[judge([comp(base, [nz.run(1 + true / 100)], history)]
+                          ).metrics[0].verdict] += 1
+            print(f"  3 vs 1 at {true:+g}% (threshold 0.5%), "
+                  f"{f'{hist}-run history' if hist else 'no history'}: {rates(got, draws)}")
 
 
 def family(nz: Noise, draws: int) -> None:

@@ -10,15 +10,15 @@ log of the run means, transformed back, so an interval never reaches -100%. The 
 
 Runs are the unit, with trials nested in them; trials are never the unit (spec/api.md, Few baseline
 runs):
-- for a baseline of fewer than MIN_BASELINE_RUNS runs with a history of the series (run means
-  of >= MIN_HISTORY runs besides the compared ones, given by the caller; its levels and its
-  own outliers taken out, stats/robust.py), the run-to-run spread is
-  pooled from the history's runs, the baseline's and the candidate's, t with their summed
+- for a baseline of fewer than MIN_BASELINE_RUNS runs, or a single candidate run, with a
+  history of the series (run means of >= MIN_HISTORY runs besides the compared ones, given by
+  the caller; its levels and its own outliers taken out, stats/robust.py), the run-to-run
+  spread is pooled from the history's runs, the baseline's and the candidate's, t with their summed
   degrees of freedom, `spread_from = "history"`: the spread holds the clock modes the series
   has shown, and more runs on either side never give less power;
 - from the baseline's runs when it has >= 3, floored by the within-run noise of a run
-  mean (so three lucky runs cannot make the gate overconfident); one candidate run: a
-  prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t on run means
+  mean (so three lucky runs cannot make the gate overconfident); one candidate run and no
+  history: a prediction interval (t, k-1 df, sd * sqrt(1 + 1/k)); several: Welch's t on run means
   (Welch-Satterthwaite df);
 - else no test: inconclusive with the change alone, asking for the runs that are missing
   (one run a side says `n=1: no interval`);
@@ -204,11 +204,12 @@ def no_spread_note(k: int, history_runs: int) -> str:
 def _spread(yb: np.ndarray, yc: np.ndarray, yh: Yardstick, floor: float, scale: str
             ) -> tuple[str, int, float, float, float, float, str] | None:
     """Where the run-to-run spread comes from (module docstring): for a baseline of fewer than
-    MIN_BASELINE_RUNS runs, the series' history pooled with both sides' runs (>= MIN_HISTORY
-    history runs, its outliers already left out); else the baseline's runs; else nowhere. Returns (from, runs,
+    MIN_BASELINE_RUNS runs or a single candidate run, the series' history pooled with both
+    sides' runs (>= MIN_HISTORY history runs, its outliers already left out); else the
+    baseline's runs; else nowhere. Returns (from, runs,
     sd_base, sd_cand, se, df, method)."""
     k, m = yb.size, yc.size
-    if yh.runs >= MIN_HISTORY and k < MIN_BASELINE_RUNS:
+    if yh.runs >= MIN_HISTORY and (k < MIN_BASELINE_RUNS or m == 1):
         sd, df = pooled_sd(yh, [yb, yc])
         sd = max(sd, floor)
         own = [f"{n} {name} runs" for n, name in ((k, "baseline"), (m, "candidate")) if n > 1]
@@ -228,11 +229,14 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: Yardstick, floor: float, scale: 
     return None
 
 
-def _outliers(yb: np.ndarray, yh: Yardstick, ids: Sequence[int]
+def _outliers(yb: np.ndarray, yh: Yardstick, ids: Sequence[int], spread_from: str
               ) -> list[tuple[int, str, float]]:
-    """(index, name, nearest level) of each run of a baseline of fewer than MIN_BASELINE_RUNS
-    runs that is far outside the series' history (more runs make their own level)."""
-    if yh.runs < MIN_HISTORY or yb.size >= MIN_BASELINE_RUNS:
+    """(index, name, nearest level) of each baseline run that is far outside the series'
+    history where the history gives the spread (a baseline of fewer than MIN_BASELINE_RUNS
+    runs, or one candidate run): the history's spread leaves its outliers out, so one in the
+    baseline would move the level unseen. Where the baseline's own runs give the spread, an
+    outlier among them widens it."""
+    if yh.runs < MIN_HISTORY or spread_from != "history":
         return []
     return [(i, f"{f'run {ids[i]}' if len(ids) == yb.size else f'baseline run {i + 1}'} "
                 f"(robust z {z:+.1f} against {yh.runs} history runs)", level)
@@ -297,7 +301,7 @@ def assess(base: Sequence[Sequence[float]], cand: Sequence[Sequence[float]], dir
         half1 = float(stats.t.ppf(1 - alpha, df)) * se
     bound = _back(d - half1, log) if higher else _back(d + half1, log)
     better = _back(d + half1, log) if higher else _back(d - half1, log)
-    out = _outliers(yb, yh, baseline_ids)
+    out = _outliers(yb, yh, baseline_ids, spread_from)
     without = None
     if out:  # without them: the other baseline runs, else the history level nearest them
         drop = {i for i, _, _ in out}

@@ -118,7 +118,9 @@ def p_past(a: Assessment, threshold_pct: float) -> float | None:
 
 def _confirm(a: Assessment) -> str:
     one = [name for name, n in (("baseline", a.k_runs), ("candidate", a.m_runs)) if n == 1]
-    return f"n=1 ({a.k_runs} vs {a.m_runs} runs, spread from the series' history): " \
+    spread = "the series' history" if a.spread_from == "history" else \
+        f"the {a.spread_runs} {a.spread_from} runs"
+    return f"n=1 ({a.k_runs} vs {a.m_runs} runs, spread from {spread}): " \
            f"{MIN_BASELINE_RUNS - 1} more {' and '.join(one)} runs would confirm it"
 
 

@@ -154,6 +154,21 @@ def test_history_gives_the_spread_for_few_baseline_runs():
     assert decide(a, 0.5, a.p_value)[0] == "inconclusive"  # 0.7% run noise, one run a side
 
 
+def test_one_candidate_run_is_judged_with_the_historys_clock_modes():
+    """Three baseline runs that happened to land in one clock mode and a single candidate run
+    in the faster one: a true -0.6% reads as -0.3%. From the baseline's own runs (a prediction
+    interval, 2 df) it passes; with a history that shows both modes (0.3% apart) the spread
+    pooled from the history and both sides is the modes' spread, and it cannot pass."""
+    base = runs_around([100.0, 100.01, 99.995])
+    cand = runs_around([100.0 * (1 - 0.006) * 1.003])
+    a, (v, _) = verdict(base, cand)
+    assert a.spread_from == "baseline" and v == "pass"
+    hist = [100.0, 100.3, 100.02, 100.31, 99.98, 100.29, 100.01, 100.3, 99.99, 100.28]
+    a = assess(base, cand, "higher", history=hist)
+    assert a.spread_from == "history" and a.spread_runs == 10 and a.df == (10 - 1) + (3 - 1)
+    assert decide(a, 0.5, a.p_value)[0] == "inconclusive"
+
+
 def test_fewer_than_three_samples_and_exact():
     a, (v, reason) = verdict([[1.0, 2.0]], [[1.0, 2.0, 3.0]])
     assert v == "inconclusive" and "baseline has 2" in reason
