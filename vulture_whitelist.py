@@ -109,3 +109,4 @@ METRIC_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are
 GATE_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
 run_reads  # unused function (service/cli/server.py): the reads server's entry, started by serve
 _forget  # unused function (service/repositories/curations.py): a SQLAlchemy event listener
+shard  # unused variable (service/models/benchmarks.py: the primary key's second column, written by the triggers on runs)

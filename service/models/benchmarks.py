@@ -57,13 +57,10 @@ class MetricDef(Base):
     builtin: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
 
 
-COUNT_SHARDS = 16  # the migration's triggers use the same number
-
-
 class BenchmarkCount(Base):
     """A benchmark's run count, newest run id and newest run time, kept by triggers on `runs`
     (migration 0015), never written here. Each PostgreSQL connection adds to a shard of its own
-    (its backend pid modulo COUNT_SHARDS), so concurrent ingests of one benchmark never wait for each
+    (its backend pid modulo 16), so concurrent ingests of one benchmark never wait for each
     other; a reader sums the runs and takes the largest id and time. After a delete every shard
     is clamped to what remains."""
 

@@ -13,8 +13,8 @@ runs):
 - for a baseline of fewer than MIN_BASELINE_RUNS runs, or a single candidate run, with a
   history of the series (run means of >= MIN_HISTORY runs besides the compared ones, given by
   the caller; its levels and its own outliers taken out, stats/robust.py), the run-to-run
-  spread is pooled from the history's runs, the baseline's and the candidate's, t with their summed
-  degrees of freedom, `spread_from = "history"`: the spread holds the clock modes the series
+  spread is pooled from the history's runs, the baseline's and the candidate's, t with their
+  summed degrees of freedom, `spread_from = "history"`: the spread holds the clock modes the series
   has shown, and more runs on either side never give less power;
 - from the baseline's runs when it has >= 3, floored by the within-run noise of a run
   mean (so three lucky runs cannot make the gate overconfident); one candidate run and no
@@ -203,11 +203,8 @@ def no_spread_note(k: int, history_runs: int) -> str:
 
 def _spread(yb: np.ndarray, yc: np.ndarray, yh: Yardstick, floor: float, scale: str
             ) -> tuple[str, int, float, float, float, float, str] | None:
-    """Where the run-to-run spread comes from (module docstring): for a baseline of fewer than
-    MIN_BASELINE_RUNS runs or a single candidate run, the series' history pooled with both
-    sides' runs (>= MIN_HISTORY history runs, its outliers already left out); else the
-    baseline's runs; else nowhere. Returns (from, runs,
-    sd_base, sd_cand, se, df, method)."""
+    """Where the run-to-run spread comes from (module docstring). Returns (from, runs, sd_base,
+    sd_cand, se, df, method), or None: no spread."""
     k, m = yb.size, yc.size
     if yh.runs >= MIN_HISTORY and (k < MIN_BASELINE_RUNS or m == 1):
         sd, df = pooled_sd(yh, [yb, yc])
@@ -231,11 +228,9 @@ def _spread(yb: np.ndarray, yc: np.ndarray, yh: Yardstick, floor: float, scale: 
 
 def _outliers(yb: np.ndarray, yh: Yardstick, ids: Sequence[int], spread_from: str
               ) -> list[tuple[int, str, float]]:
-    """(index, name, nearest level) of each baseline run that is far outside the series'
-    history where the history gives the spread (a baseline of fewer than MIN_BASELINE_RUNS
-    runs, or one candidate run): the history's spread leaves its outliers out, so one in the
-    baseline would move the level unseen. Where the baseline's own runs give the spread, an
-    outlier among them widens it."""
+    """(index, name, nearest level) of each baseline run far outside the series' history where
+    the history gives the spread (which leaves its outliers out, so one in the baseline would
+    move the level unseen; where the baseline's own runs give it, an outlier widens it)."""
     if yh.runs < MIN_HISTORY or spread_from != "history":
         return []
     return [(i, f"{f'run {ids[i]}' if len(ids) == yb.size else f'baseline run {i + 1}'} "
