@@ -17,12 +17,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from json import dumps as _dumps
 from json import loads as _loads
 from pathlib import Path
 
 from .errors import CliError, Unreachable, for_status
 from .metrics import HIGHER, lookup
+from .verdicts import pending_note
 
 
 def metric(name: str, samples: list[float], unit: str | None = None,
@@ -261,6 +263,15 @@ def call(server: str, method: str, path: str, json: object = None, params: dict 
         msg = body.get("error", {}).get("message") if isinstance(body, dict) else None
         raise for_status(f"{server} answered {status}: {msg or body}", status)
     return body
+
+
+def pending_evidence(server: str, run_ids: list[int], ask: Callable[..., dict] = call
+                     ) -> str | None:
+    """`profiler evidence pending: ...` when a trace of the candidate runs is not analyzed yet
+    on `server` (its evidence is not in the verdict's tables), else None."""
+    return pending_note({rid: sum(t.get("state") == "pending" for t in
+                                  ask(server, "GET", f"/api/v1/runs/{rid}").get("traces") or [])
+                         for rid in run_ids})
 
 
 def get_json(server: str, path: str, token: str | None = None, timeout: float = 60) -> dict:

@@ -7,8 +7,8 @@ import sys
 
 from collectors.errors import CliError, Refused, Unreachable, UsageError
 from collectors.options import thresholds
+from collectors.record import pending_evidence
 
-from ..cli.common import pending_evidence
 from ..format import md
 from ..github import GitHub, GitHubError
 from ..schemas import CompareOut, ExperimentOut, ExplainOut

@@ -44,17 +44,6 @@ def api(server: str, method: str, path: str, **kw) -> dict:
     return call(server, method, path, **kw)
 
 
-def pending_evidence(server: str, run_ids: list[int], call=api) -> str | None:  # noqa: ANN001
-    """`profiler evidence pending: ...` when a trace of the candidate runs is not analyzed yet
-    (its evidence is not in the verdict's tables), else None."""
-    pending = {rid: sum(t.get("state") == "pending" for t in
-                        call(server, "GET", f"/api/v1/runs/{rid}").get("traces") or [])
-               for rid in run_ids}
-    from ..usecases.prcomments import pending_note
-
-    return pending_note(pending)
-
-
 def local_session():
     """A session on the configured database, which must exist and be migrated."""
     from ..db import make_engine, session_factory

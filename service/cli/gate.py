@@ -9,8 +9,9 @@ import sys
 
 from collectors.errors import BadInput, CliError, UsageError
 from collectors.options import gate_fields
+from collectors.record import pending_evidence
 
-from .common import EXIT_BISECT_ABORT, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, api, pending_evidence
+from .common import EXIT_BISECT_ABORT, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, api
 
 
 def add_gate(sub: argparse._SubParsersAction) -> None:

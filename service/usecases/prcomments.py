@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from collectors.verdicts import pending_note
+
 from ..errors import DomainError
 from ..repositories import prcomments as repo
 from ..schemas import CompareOut, GateIn
@@ -38,16 +40,6 @@ def pr_verdict(session, run_id: int, baseline: str,  # noqa: ANN001 - Session
         log.warning("PR comment skipped for run %s: %s", run_id, e.message)
         return None
     return PrVerdict(bench, repository, pr, cmp, pending_note(repo.pending_traces(session, ids)))
-
-
-def pending_note(waiting: dict[int, int]) -> str | None:
-    """The line a verdict carries while traces of its candidate runs are not analyzed yet (their
-    evidence is not in its tables): {run id: traces pending}."""
-    waiting = {rid: n for rid, n in waiting.items() if n}
-    if not waiting:
-        return None
-    return (f"profiler evidence pending: {sum(waiting.values())} trace(s) of run(s) "
-            f"{', '.join(map(str, sorted(waiting)))} not analyzed yet")
 
 
 def run_to_recomment(session, trace_id: int, baseline: str) -> int | None:  # noqa: ANN001
