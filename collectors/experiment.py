@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .engines.ingest import ingest
 from .errors import CliError, UsageError
+from .record import post_json, post_records, with_key, write_records
 from .verdicts import INCONCLUSIVE
 
 BASELINE, CANDIDATE = "baseline", "candidate"
@@ -105,8 +107,6 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
                        f"({tail[0][:200]}); log: {log}")
     if not out.is_file():
         raise CliError(f"block {block}, {arm} arm: the command wrote nothing to {{out}} ({out})")
-    from .engines.ingest import ingest
-    from .record import with_key
 
     try:
         records, warnings = ingest([out], benchmark=cfg.benchmark)
@@ -220,7 +220,6 @@ class ServerJudge(Judge):
 
 def server_judge(server: str, body: dict) -> ServerJudge:
     """A ServerJudge that posts to and asks `server`."""
-    from .record import post_json, post_records
 
     def post(recs: list[dict]) -> None:
         ids = post_records(server, recs)
@@ -259,8 +258,6 @@ def conduct(cfg: ExperimentConfig, judge: Judge | None, until_decided: bool,
         failure = e
     blocks, records = complete(cfg.records)
     if records and out:
-        from .record import write_records
-
         write_records(records, out)
         if out != "-":
             print(f"wrote {len(records)} run record(s) of {len(blocks)} block(s) to {out}",

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.traces.pipeline import SERVER_PRESET
 from collectors.verdicts import FAIL, INCONCLUSIVE, PASS
 
 from .format import md, num, pct
@@ -168,7 +169,6 @@ def ordering_line(summary: Mapping[str, Any] | None, state: str = "done",
     """The ordering line of a trace set from its stored summary and analysis state (spec/metrics.md,
     Ordering check verdicts): the check's verdict where it ran, else `unknown` with what to do
     (wait for the analysis, fix the file, name the step range, name the guarded kernels)."""
-    from collectors.traces.pipeline import SERVER_PRESET
 
     o = (summary or {}).get("ordering") or {}
     if o.get("verdict"):

@@ -13,6 +13,26 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dashboards.routes import error_page, is_page, mount, warm
+
+from .api.deps import strict_query
+from .api.guard import Guard
+from .api.hosts import Hosts
+from .api.lanes import Lanes
+from .api.routes import (
+    alerts,
+    attribution,
+    baselines,
+    benchmarks,
+    curations,
+    experiments,
+    explain,
+    gate,
+    health,
+    history,
+    runs,
+    traces,
+)
 from .config import Settings
 from .db import make_engine, session_factory
 from .errors import (
@@ -27,6 +47,8 @@ from .errors import (
     Unavailable,
     from_validation,
 )
+from .jobs import open_queue, worker
+from .schemas import RunBatchIn, RunIn
 from .traces import intake
 from .version import VERSION
 
@@ -60,8 +82,6 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
     """The one JSON error shape: {"error": {"status", "code", "message", "field"}}; on a
     dashboard page the same message as an HTML page."""
     if request is not None:
-        from dashboards.routes import error_page, is_page
-
         if is_page(request.url.path):
             return error_page(request, status, message)
     return JSONResponse({"error": {"status": status, "code": code, "message": message,
@@ -111,20 +131,6 @@ def _error_handlers(app: FastAPI) -> None:
 
 def _routers(app: FastAPI) -> None:
     """One router per resource (service/api/routes/)."""
-    from .api.routes import (
-        alerts,
-        attribution,
-        baselines,
-        benchmarks,
-        curations,
-        experiments,
-        explain,
-        gate,
-        health,
-        history,
-        runs,
-        traces,
-    )
 
     app.include_router(runs.router)
     app.include_router(traces.router)
@@ -144,7 +150,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     from fastapi import Depends
 
-    from .api.deps import strict_query
 
     app = FastAPI(title="perfwarden", version=VERSION, dependencies=[Depends(strict_query)],
                   docs_url=None, redoc_url=None, lifespan=_lifespan,
@@ -154,24 +159,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = make_engine(settings.database_url)
     app.state.sessions = session_factory(app.state.engine)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    from .jobs import open_queue
 
     app.state.queue = open_queue(settings, app.state.sessions)  # connects on first use
     app.state.upload_pace = intake.Pace(settings.upload_mb_s * 1e6 or None)
 
-    from .api.guard import Guard
 
     app.add_middleware(Guard, settings=settings)  # in front of every route (api/guard.py)
-    from .api.lanes import Lanes
 
     app.add_middleware(Lanes, settings=settings)  # the heavy reads' own lane (api/lanes.py)
-    from .api.hosts import Hosts
 
     app.add_middleware(Hosts, settings=settings)  # first of all: the Host allow-list
     _error_handlers(app)
     _routers(app)
     _offline_docs(app)
-    from dashboards.routes import mount
 
     mount(app)
     _document_raw_bodies(app)
@@ -182,9 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """The in-process job worker (the SQLite default, or PERFWARDEN_JOBS_IN_PROCESS=1) runs
     while the app serves; the queue's connections close with it."""
-    from dashboards.routes import warm
 
-    from .jobs import worker
 
     await asyncio.to_thread(_warm, app, warm)  # the first page view after a start is not
     stop = None                                 # the slow one
@@ -238,7 +236,6 @@ def _document_raw_bodies(app: FastAPI) -> None:
     streaming), so their schemas are put into the OpenAPI document by hand."""
     from fastapi.openapi.utils import get_openapi
 
-    from .schemas import RunBatchIn, RunIn
 
     def openapi():
         if app.openapi_schema:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 from collectors import forked
 from collectors.traces import TraceError
-from collectors.traces.load import MAX_INFLATED_ENV, MAX_RATIO_ENV
+from collectors.traces.gz import MAX_INFLATED_ENV, MAX_RATIO_ENV
 
 from .config import Settings
 

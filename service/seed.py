@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
+from .jobs import open_queue, tasks
 from .schemas import RunIn
 from .usecases import alerts, baselines, ingest, runs, summaries, traces
 
@@ -89,7 +90,6 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
     if progress and new:
         print(f"seed: {len(new)} alert(s) from change points of the default-branch histories",
               file=sys.stderr, flush=True)
-    from .jobs import open_queue, tasks
 
     queue = open_queue(settings, sessions)  # the worker delivers them
     try:

@@ -235,3 +235,86 @@ def test_service_cli_imports_server_code_only_inside_commands():
               "scipy", "statsmodels", "ruptures", "pydantic", "httpx", "uvicorn")
     assert [m for m in loaded if m.split(".")[0] in server
             or (m.startswith("service.") and not m.startswith("service.cli"))] == []
+
+
+PROJECT = ("service", "collectors", "dashboards")
+
+
+def _project_modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PROJECT:
+        for p in files(pkg):
+            parts = p.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _module_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports at import time (type-checking imports included:
+    a cycle through them is still two files that need each other). A submodule importing its
+    own package (`from . import x`) is not an edge: the package is importing it."""
+    graph: dict[str, set[str]] = {}
+    for name, p in mods.items():
+        deps = set()
+        for m in module_level_imports(p) | _from_submodules(p, mods):
+            while m and m not in mods:
+                m = m.rpartition(".")[0]
+            if m and m != name and not name.startswith(m + "."):
+                deps.add(m)
+        graph[name] = deps
+    return graph
+
+
+def _from_submodules(path: Path, mods: dict[str, Path]) -> set[str]:
+    """`from pkg import submodule` at module level, as the submodule's name."""
+    pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    if path.name == "__init__.py":
+        pkg = list(path.relative_to(ROOT).parts[:-1])
+    out = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom):
+            base = pkg[:len(pkg) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.update(f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in mods)
+    return out
+
+
+def test_no_two_files_import_each_other():
+    """Dependencies go one way: the project's modules, as they import each other when
+    imported, form no cycle (graphlib names one where they do)."""
+    import graphlib
+
+    try:
+        tuple(graphlib.TopologicalSorter(_module_graph(_project_modules())).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"an import cycle: {' -> '.join(e.args[1])}") from None
+
+
+def _function_level_imports() -> list[tuple[Path, int, str]]:
+    """(file, line, text) of every import of a project module inside a function."""
+    out = []
+    for p in [p for pkg in PROJECT for p in files(pkg)]:
+        src = p.read_text()
+        lines = src.splitlines()
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.ImportFrom) and (
+                            sub.level or (sub.module or "").split(".")[0] in PROJECT) or \
+                            isinstance(sub, ast.Import) and \
+                            sub.names[0].name.split(".")[0] in PROJECT:
+                        out.append((p, sub.lineno, lines[sub.end_lineno - 1]))
+    return sorted(set(out))
+
+
+def test_a_function_imports_a_project_module_only_for_a_heavy_dependency():
+    """A module imports the project's modules at its top, so its dependencies show. Inside a
+    function only where a heavy or optional library would come with it: the service's CLI
+    commands (the server's libraries, absent on a GPU node: the rule above), and elsewhere
+    with a comment on the line that says which."""
+    found = _function_level_imports()
+    cli = ROOT / "service" / "cli"
+    silent = [f"{p.relative_to(ROOT)}:{n}: {text.strip()}" for p, n, text in found
+              if cli not in p.parents and "#" not in text]
+    assert silent == []
+    assert len([f for f in found if cli not in f[0].parents]) <= 2

@@ -13,51 +13,14 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import env as envinfo
 from ..record import determinism, digest, metric
+from .config import DecodeConfig, log
+from .passes import pass_body, profile_records
 
 KV_LOG_FORMAT = "GPU KV cache size: {tokens:,} tokens"
-
-
-@dataclass
-class DecodeConfig:
-    device: str = "cpu"
-    tp: int = 1
-    batch_sizes: list[int] = field(default_factory=lambda: [1])
-    trials: int = 5
-    steps: int = 32
-    warmup: int = 8
-    order: str = "overlap"
-    cuda_graphs: bool = False
-    profile: str = "none"  # none | nsys | torch
-    profile_steps: int = 10
-    profile_batch_sizes: list[int] | None = None
-    shape: dict = field(default_factory=dict)
-    gpu_memory_utilization: float = 0.9
-    kv_cache_gib: float = 4.0  # CPU only: memory granted to the KV cache
-    extra_work: int = 0
-    threads: int = 0  # CPU: torch threads per rank (0: OMP_NUM_THREADS, else cpu_threads())
-    plant_pct: float = 0.0  # planted slowdown, percent of the step time (CUDA only)
-    deterministic: bool = False  # torch.use_deterministic_algorithms + a fixed cuBLAS workspace
-    seed: int = 1234
-    benchmark: str = "moe-decode"
-    label: str | None = None
-    workdir: str = ""
-    routed_kernel: str = "bmm"  # bmm | resident (one persistent kernel with a grid barrier)
-    profile_timeout: float = 300.0  # watchdog of each profile pass, seconds
-    profile_pass: str = ""  # internal: this process is the profile pass ("nsys" or "torch")
-    quiet: bool = False
-    # set by run(): the visible GPUs when fewer than the ranks, which then share them round-robin
-    # over gloo (a functional capture of the TP shape, not a speed figure); 0: one GPU a rank
-    shared_gpus: int = 0
-
-
-def log(cfg: DecodeConfig, msg: str) -> None:
-    if not cfg.quiet:
-        print(msg, file=sys.stderr, flush=True)
 
 
 def _free_port() -> int:
@@ -112,8 +75,6 @@ def run(cfg: DecodeConfig) -> list[dict]:
     results = json.loads(result_file.read_text())
     records = [_record(cfg, r, started) for r in results]
     if cfg.profile != "none":
-        from .passes import profile_records
-
         profile_records(cfg, records)
     return records
 
@@ -144,7 +105,7 @@ def _worker(rank: int, cfg: DecodeConfig, port: int | None, result_file: str) ->
         torch.use_deterministic_algorithms(True)
     import torch.distributed as dist
 
-    from .model import ModelShape, MoEDecoder
+    from .model import ModelShape, MoEDecoder  # torch: imported by the rank processes alone
 
     if cfg.profile_pass:
         # a pass that hangs says where: every thread's stack into the pass's log shortly
@@ -263,8 +224,6 @@ def _run_batch(cfg: DecodeConfig, model, shape, M: int, rank: int, device, sync)
     if rank == 0:
         log(cfg, f"[M={M}] " + KV_LOG_FORMAT.format(tokens=kv_tokens))
     if cfg.profile_pass:
-        from .passes import pass_body
-
         pass_body(cfg, model, sync, M, rank)
         return None
     trials = []
@@ -356,11 +315,3 @@ def _record(cfg: DecodeConfig, r: dict, started: str) -> dict:
     if cfg.label:
         rec["label"] = cfg.label
     return rec
-
-
-def config_from_file(path: str | os.PathLike) -> DecodeConfig:
-    """A DecodeConfig written by the parent process (a profile pass or a sweep cell)."""
-    data = json.loads(Path(path).read_text())
-    return DecodeConfig(**data)
-
-

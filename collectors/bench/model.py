@@ -24,6 +24,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from ..profile.nvtx import Marker
+from .resident import ResidentMoE
 
 ORDERS = ("overlap", "late", "serial")
 ROUTED_KERNELS = ("bmm", "resident")
@@ -120,8 +121,6 @@ class MoEDecoder:
         self.plant_cycles = 0  # planted slowdown: a spin kernel of known length per step
         self.resident = None
         if routed_kernel == "resident":
-            from .resident import ResidentMoE
-
             self.resident = ResidentMoE(shape.experts, H, shape.expert_inter // tp, batch_size, L,
                                         device, dt)
         # the caches as they start, so every repeat decodes from the same state (determinism)

@@ -14,7 +14,9 @@ from ..profile.nsys import capture_command, export_sqlite
 from ..profile.torch import torch_trace
 from ..profile.watchdog import run_watched
 from ..record import metric
-from .decode import DecodeConfig, log
+from ..traces import Options, analyze_files
+from ..traces.representative import warnings_for
+from .config import DecodeConfig, log
 
 PROFILE_HANG_ENV = "PERFWARDEN_TEST_HANG_PROFILE"  # test hook: the profile pass hangs
 REFERENCE_RANGE = "eager_reference_step"  # eager launches of the graph's step, in a profile pass
@@ -62,8 +64,6 @@ def profile_records(cfg: DecodeConfig, records: list[dict]) -> None:
     """Profile passes: one process per profiled batch size, each under a watchdog; its trace
     set analyzed, the summary into the record. A pass that fails or hangs leaves the timed
     trials and the record as they are, with `profile_error` saying what happened."""
-    from ..traces import Options, analyze_files
-    from ..traces.representative import warnings_for
 
     profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
     for rec in records:

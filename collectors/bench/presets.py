@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import UsageError
+from .config import DecodeConfig
+
 # the shape (ModelShape fields) and the decode flags of each preset
 PRESETS: dict[str, dict] = {
     "cpu": {
@@ -46,8 +49,6 @@ def apply_preset(args: argparse.Namespace) -> None:
     import dataclasses
     import json
 
-    from ..errors import UsageError
-    from .decode import DecodeConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(DecodeConfig)}
     for key, value in PRESETS[args.preset].items():

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadInput, UsageError
 from ..options import positive, stream
-from ..traces.presets import GUARD_PRESETS
+from ..report import print_analysis, print_diff
+from ..traces import Options, TraceError
+from ..traces.diff import diff_summaries
+from ..traces.pipeline import Check, analyze_files
+from ..traces.presets import GUARD_PRESETS, guard_regex
+from ..traces.progress import Progress
 
 if TYPE_CHECKING:
     from ..traces import Options
@@ -52,10 +57,6 @@ def add_analyze(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..traces import Options, TraceError
-    from ..traces.presets import guard_regex
-    from ..traces.progress import Progress
-
     guard_kernels = guard_regex(args.guard_preset, args.guard_kernels)
     try:
         for rx in (args.step_regex, guard_kernels, args.guard_range):
@@ -72,8 +73,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         base = _summary(args.traces, args, opts, guard_kernels, prog)
         result: dict = dict(base)
         if args.diff:
-            from ..traces.diff import diff_summaries
-
             cand = _summary(args.diff, args, opts, guard_kernels, prog)
             result = diff_summaries(base, cand)
             result["base_summary"], result["candidate_summary"] = base, cand
@@ -86,8 +85,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         json.dump(result, sys.stdout, indent=1)
         print()
     else:
-        from ..report import print_analysis, print_diff
-
         (print_diff if args.diff else print_analysis)(result)
     return 0
 
@@ -95,7 +92,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def _summary(paths: list[str], args: argparse.Namespace, opts: Options, guard_kernels: str | None,
              prog: Progress) -> TraceSummary:
     """The one trace pipeline (collectors/traces/pipeline.py) on one trace set."""
-    from ..traces.pipeline import Check, analyze_files
 
     check = Check(guard_kernels, args.guard_range, tuple(args.reference or ()))
     return analyze_files(paths, opts, prog, args.jobs, check)

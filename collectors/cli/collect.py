@@ -9,8 +9,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..bench.config import DecodeConfig, config_from_file
+from ..bench.decode import run
+from ..bench.presets import GATE_ARGS, RUNS, apply_preset, cpu_default
+from ..engines.ingest import ingest, merge_repeats
+from ..engines.logs import looks_like_log
+from ..engines.vllm import EngineOutputError
 from ..errors import CliError, UsageError
 from ..options import ints, orders, positive
+from ..profile.nsys import nsys_binary, profile_command
+from ..record import write_records
 from .emit import emit
 
 
@@ -90,11 +98,8 @@ def _add_command(csub: argparse._SubParsersAction) -> None:
 
 
 def cmd_collect_decode(args: argparse.Namespace) -> int:
-    from ..bench.decode import run
-
     if args.from_config:
         return _run_from_config(args)
-    from ..bench.presets import GATE_ARGS, RUNS, apply_preset, cpu_default
 
     if not args.preset and args.device == "cpu" and not args.shape and args.layers is None \
             and cpu_default(args.tp):
@@ -132,15 +137,12 @@ def cmd_collect_decode(args: argparse.Namespace) -> int:
 
 def _run_from_config(args: argparse.Namespace) -> int:
     """A sweep cell or a profile pass: the parent's config from a file."""
-    from ..bench.decode import config_from_file, run
 
     try:
         records = run(config_from_file(args.from_config))
     except (RuntimeError, ValueError, TypeError) as e:
         raise CliError(str(e)) from None
     if args.cell_out and records:
-        from ..record import write_records
-
         write_records(records, args.cell_out)
     return 0
 
@@ -153,7 +155,7 @@ def _shape(args: argparse.Namespace) -> dict:
         except json.JSONDecodeError as e:
             raise UsageError(f"--shape: not JSON ({e.msg})") from None
     if args.layers:
-        from ..bench.model import ModelShape
+        from ..bench.model import ModelShape  # torch: only where the layers are given
 
         base = ModelShape() if args.device == "cuda" else ModelShape.small(args.tp)
         shape = {**base.as_config(), **shape, "layers": args.layers}
@@ -161,8 +163,6 @@ def _shape(args: argparse.Namespace) -> dict:
 
 
 def _decode_config(args: argparse.Namespace, shape: dict, graphs: bool, workdir: str):
-    from ..bench.decode import DecodeConfig
-
     return DecodeConfig(device=args.device, tp=args.tp, batch_sizes=args.batch_sizes,
                         trials=args.trials, steps=args.steps, warmup=args.warmup,
                         order=args.order[0], cuda_graphs=graphs, profile=args.profile,
@@ -227,10 +227,6 @@ def _sweep(cfg, cells: list[tuple[str, bool, bool]]) -> list[dict]:  # noqa: ANN
 
 
 def cmd_collect_command(args: argparse.Namespace) -> int:
-    from ..engines.ingest import ingest, merge_repeats
-    from ..engines.logs import looks_like_log
-    from ..engines.vllm import EngineOutputError
-
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise UsageError("collect command: give the command after --")
@@ -259,8 +255,6 @@ def _repeat(args: argparse.Namespace, cmd: list[str], work: Path) -> list[Path]:
     for i in range(args.repeat):
         run_cmd = list(cmd)
         if args.nsys and i == args.repeat - 1:
-            from ..profile.nsys import nsys_binary, profile_command
-
             nsys = nsys_binary()
             if not nsys:
                 raise CliError("--nsys: nsys not found (PATH or NSYS)")

@@ -7,7 +7,19 @@ import json
 import sys
 from pathlib import Path
 
+from ..engines.traces import groups_of
+from ..env import bisect_tag
 from ..errors import CliError, Refused, Unreachable
+from ..idlist import summarize_ids
+from ..record import (
+    check,
+    check_trace,
+    post_records,
+    resolve_trace_files,
+    stage_trace,
+    with_key,
+    write_records,
+)
 
 
 def emit(records: list[dict], out: str | None, server: str | None,
@@ -15,7 +27,6 @@ def emit(records: list[dict], out: str | None, server: str | None,
     """Write records (with content-derived idempotency keys) to --out and/or post them to
     --server as one batch, then upload each run's trace set. The whole file is checked before
     anything is posted; `base` is the folder relative trace paths are relative to."""
-    from ..record import write_records
 
     _tag_and_check(records)
     if out:
@@ -32,8 +43,6 @@ def emit(records: list[dict], out: str | None, server: str | None,
 
 def _tag_and_check(records: list[dict]) -> None:
     """Runs of the commit a bisect checked out carry its tag; every record must pass `check`."""
-    from ..env import bisect_tag
-    from ..record import check, with_key
 
     for rec in records:
         tag = bisect_tag(rec.get("commit"))
@@ -53,8 +62,6 @@ def _post(records: list[dict], server: str, base: Path) -> None:
     them and the server stores the runs with their traces in one transaction. A trace the
     server refuses stops the ingest before any run is posted; nothing is ever deleted, and the
     same command again finishes what an interrupted one began (the same ids)."""
-    from ..engines.traces import groups_of
-    from ..record import check_trace, post_records, resolve_trace_files, stage_trace
 
     sets = [resolve_trace_files(rec, base, outside=True) for rec in records]
     try:
@@ -90,7 +97,6 @@ def _post(records: list[dict], server: str, base: Path) -> None:
     ids = post_records(server, [{k: v for k, v in r.items()
                                  if k not in ("trace_files", "trace_groups")} for r in records],
                        traces=staged if any(staged) else None)
-    from ..idlist import summarize_ids
 
     print(f"posted {len(ids)} run(s) as one batch: {summarize_ids(ids)}", file=sys.stderr)
     for rid in ids:

@@ -9,8 +9,18 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UsageError
-from ..experiment import Judge, Judging, Outcome, server_judge
+from ..experiment import (
+    ExperimentConfig,
+    Judge,
+    Judging,
+    Outcome,
+    check_commands,
+    conduct,
+    new_id,
+    server_judge,
+)
 from ..options import gate_fields, positive
+from ..report import print_verdict
 
 FULL_INSTALL = ("--until-decided judges between blocks: give --server URL (the server judges), or "
                 "run it with perfwarden's full install (pip install 'perfwarden[all]')")
@@ -42,7 +52,6 @@ def add_experiment(sub: argparse._SubParsersAction, judging: Judging) -> None:
 def cmd_experiment(args: argparse.Namespace, judging: Judging) -> int:
     """Run the blocks; the judge (the server's with `--server`, else `judging.local`) decides
     between blocks with `--until-decided` and gives the verdict that `judging.show` prints."""
-    from ..experiment import ExperimentConfig, check_commands, conduct, new_id
 
     check_commands(args.baseline_cmd, args.candidate_cmd)
     if args.until_decided and args.max_pairs < args.pairs:
@@ -67,7 +76,6 @@ def cmd_experiment(args: argparse.Namespace, judging: Judging) -> int:
 
 def show_on_node(outcome: Outcome) -> int:
     """The GPU node's printout: the server's verdict, or how to get one."""
-    from ..report import print_verdict
 
     if outcome.result is None:
         print(f"experiment {outcome.exp_id}: {len(outcome.blocks)} block(s); judge it with "

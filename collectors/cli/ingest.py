@@ -6,9 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..engines.identity import config_value
+from ..engines.ingest import Identity, ingest
+from ..engines.traces import attach as attach_traces
+from ..engines.vllm import EngineOutputError
 from ..errors import BadInput, CliError, UsageError
 from ..options import positive
+from ..record import OUTSIDE_TRACES
 from .emit import emit
+from .wait import wait_for_traces
 
 
 def add_ingest(sub: argparse._SubParsersAction) -> None:
@@ -52,14 +58,9 @@ def add_ingest(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from ..engines.ingest import Identity, ingest
-    from ..engines.traces import attach as attach_traces
-    from ..engines.vllm import EngineOutputError
-
     ident = Identity(config=_config(args.config), commit=args.commit, branch=args.branch,
                      gpu=args.gpu, gpu_count=args.gpu_count, repository=args.repository,
                      pr=args.pr, started_at=_started(args.started_at), detect=not args.no_detect)
-    from ..record import OUTSIDE_TRACES
 
     OUTSIDE_TRACES.set(args.allow_outside_traces)
     try:
@@ -89,7 +90,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     import io
     import json
 
-    from .wait import wait_for_traces
 
     posted = io.StringIO()  # the ids emit prints, one a line
     with contextlib.redirect_stdout(posted):
@@ -104,7 +104,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def _config(items: list[str]) -> dict:
     """`--config KEY=VALUE` (repeatable), each value read as a log's settings are."""
-    from ..engines.identity import config_value
 
     config = {}
     for item in items:

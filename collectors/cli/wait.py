@@ -7,13 +7,14 @@ import sys
 import time
 
 from ..errors import CliError
+from ..idlist import summarize_ids
+from ..record import get_json
 
 POLL_S = 1.0
 
 
 def trace_states(server: str, run_ids: list[int]) -> dict[int, list[dict]]:
     """Each run's traces as the server lists them (id, filename, state, error)."""
-    from ..record import get_json
 
     return {rid: list(get_json(server, f"/api/v1/runs/{rid}").get("traces") or [])
             for rid in run_ids}
@@ -36,8 +37,6 @@ def wait_for_traces(server: str, run_ids: list[int], seconds: float) -> bool:
         if not pending:
             n = sum(map(len, states.values()))
             if n:
-                from ..idlist import summarize_ids
-
                 print(f"analyzed {n} trace(s) of {summarize_ids(run_ids, 'run')}",
                       file=sys.stderr)
             return True

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -11,34 +10,10 @@ from . import intervals as iv
 from . import lanes as ln
 from .lanes import NS_PER_US
 from .model import OP_KIND_NAMES, Trace
+from .options import Options, Projection
 from .roles import Roles, device_name, device_places, graph_replays, stream_roles
+from .steps import family_names, resolve
 from .summary import TraceSummary
-
-KERNEL_LIMIT = 200  # kernel rows a summary keeps, largest total first
-
-
-@dataclass
-class Options:
-    step_regex: str | None = None  # None: the first step family found (steps.py)
-    step_source: str = ""  # how step_regex was chosen; set by steps.resolve
-    prefill_regex: str | None = None  # the family's prefill ranges, where names tell them apart
-    min_gap_us: float = 10.0
-    main_streams: list[tuple[int, int]] = field(default_factory=list)  # (device, stream)
-    aux_streams: list[tuple[int, int]] = field(default_factory=list)
-    kernel_limit: int = KERNEL_LIMIT
-
-
-@dataclass
-class Projection:
-    """Which step each op belongs to (-1: none), and the step ranges that kept ops."""
-
-    op_step: np.ndarray  # per op: index into step arrays, or -1
-    step_start_ns: np.ndarray
-    step_end_ns: np.ndarray
-    step_proc: np.ndarray
-    step_names: list[str]
-    op_call_start_ns: np.ndarray  # per op: its launch call's start, -1 when none
-    op_call_thread: np.ndarray  # per op: its launch call's thread key, -1 when none
 
 
 def step_ranges(trace: Trace, regex: str | None) -> np.ndarray:
@@ -174,7 +149,6 @@ def kernel_breakdown(trace: Trace, proj: Projection, limit: int = 200) -> list[d
 def resolve_steps(trace: Trace, opts: Options | None = None) -> Options:
     """Options with this trace's step range chosen (spec/metrics.md, Steps in real engines'
     traces)."""
-    from .steps import resolve
 
     return resolve(opts or Options(), trace.ranges.names)
 
@@ -204,8 +178,6 @@ def analyze(trace: Trace, opts: Options | None = None, proj: Projection | None =
             warnings.append(f"no decode steps: the trace's {prefill} {opts.step_source[6:]} "
                             "step(s) are all prefill (or mixed prefill/decode) steps")
         else:
-            from .steps import family_names
-
             common = [f"{n} ({c})" for n, c in trace.range_name_counts.most_common(5)]
             looked = (f"no step range of any known family ({family_names()}); pass --step-regex"
                       if opts.step_source == "auto: none found"

@@ -6,8 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .analysis import KERNEL_LIMIT
 from .names import kernel_key
+from .options import KERNEL_LIMIT
 
 GAP_KEYS = ("aux_gap_mean_us", "aux_gap_median_us", "aux_gap_p95_us", "aux_idle_per_step_us",
             "aux_busy_per_step_us", "aux_main_overlap_us_per_step", "step_gpu_time_us_mean",

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import kineto_events as ev
 from . import kineto_split as split
+from .gz import inflate
 from .kineto_events import msgspec
 from .kineto_scan import BATCH, Columns
 from .kineto_times import exact_ns, first_exact_times, needs_exact
@@ -29,8 +30,7 @@ __all__ = ["BIG_FILE_BYTES", "exact_ns", "load_kineto", "read_bytes"]
 def read_bytes(path: Path, progress: Progress | None = None) -> bytes | bytearray:
     """The whole JSON text. Gzip is inflated chunk by chunk into one growing buffer, so the
     compressed and inflated copies never sit in memory twice over, within the caps on inflated
-    bytes and ratio (load.inflate)."""
-    from .load import inflate  # load imports this module
+    bytes and ratio (gz.inflate)."""
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic != b"\x1f\x8b":

@@ -12,7 +12,8 @@ from . import intervals as iv
 from .model import Trace
 
 if TYPE_CHECKING:
-    from .analysis import Projection, Roles
+    from .options import Projection
+    from .roles import Roles
 
 NS_PER_US = 1000.0
 

@@ -18,8 +18,9 @@ from dataclasses import replace
 import numpy as np
 
 from . import intervals as iv
-from .analysis import NS_PER_US, Options, Projection, project, resolve_steps
+from .analysis import NS_PER_US, project, resolve_steps
 from .model import Trace
+from .options import Options, Projection
 from .roles import Roles, graph_replays, stream_roles
 from .verdict import ordering_verdict, verdict_reason
 

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .analysis import Options, Projection, analyze, project, resolve_steps
+from .analysis import analyze, project, resolve_steps
+from .hostops import host_ops
 from .load import load_traces, rank_of
 from .model import Trace, TraceError, concat_traces
+from .options import Options, Projection
 from .ordering import REFERENCE_REGEX, check_ordering
 from .presets import GUARD_PRESETS, ROUTED_RANGES
 from .progress import Progress
@@ -91,8 +93,7 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
     proj = project(trace, str(topts.step_regex))
     summary = analyze(trace, topts, proj)
     if not len(trace.ops) and all(_kineto_named(p) for p in names or paths):
-        from .hostops import host_ops  # a CPU trace: its operators stand in for kernels
-
+        # a CPU trace: its operators stand in for kernels
         summary["host_ops"] = host_ops(paths, str(topts.step_regex), opts.kernel_limit)
     if len(traces) > 1:
         summary["ranks"] = rank_rows(summary, traces)

@@ -21,7 +21,7 @@ from . import intervals as iv
 from .model import OP_GRAPH, Trace
 
 if TYPE_CHECKING:
-    from .analysis import Options, Projection
+    from .options import Options, Projection
 
 NEAR_TIE = 0.10  # busy times within this share of the busiest are a near tie
 

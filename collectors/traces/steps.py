@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .analysis import Options
+    from .options import Options
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
+from .pg import PgQueue
+from .table import TableQueue
 
 
 class Queue(Protocol):
@@ -20,9 +22,6 @@ class Queue(Protocol):
 
 def open_queue(settings: Settings, sessions: sessionmaker[Session]) -> Queue:
     if settings.is_sqlite:
-        from .table import TableQueue
-
         return TableQueue(settings, sessions)
-    from .pg import PgQueue
 
     return PgQueue(settings)

@@ -9,6 +9,7 @@ import logging
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
+from ..usecases import sweep
 from .queue import open_queue
 from .tasks import enqueue_trace
 
@@ -17,7 +18,6 @@ log = logging.getLogger("perfwarden.jobs")
 
 def requeue_pending(settings: Settings, sessions: sessionmaker[Session]) -> int:
     """Enqueue the analysis of every pending trace; how many there were."""
-    from ..usecases import sweep
 
     ids = sweep.pending_traces(sessions)
     if not ids:

@@ -12,8 +12,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..bot.auto import post_for_run
 from ..config import Settings
+from ..db import transaction
 from ..errors import DomainError
+from ..sandbox import Sandbox
+from ..usecases import alerts, deliveries, evaluations, summaries, traces
+from ..usecases.prcomments import run_to_recomment
 from .pause import pause_point
 
 log = logging.getLogger("perfwarden.jobs")
@@ -75,9 +80,6 @@ def delay_s(kind: Kind, settings: Settings, attempt: int) -> float:
 
 # --- trace analysis ------------------------------------------------------------------------
 def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
-    from ..sandbox import Sandbox
-    from ..usecases import traces
-
     traces.analyze_pending(ctx.sessions, ctx.settings.data_dir, int(args["trace_id"]),
                            before=lambda: pause_point("trace:analyze"),
                            sandbox=Sandbox.of(ctx.settings))
@@ -88,8 +90,6 @@ def _analyze_trace(ctx: Context, args: dict[str, Any]) -> None:
 def _refresh_explained(ctx: Context, trace_id: int) -> None:
     """A trace analyzed after its run's summaries were computed: where the benchmark has a
     matrix report, its refresh is queued (coalesced), so the page's trace diff takes it in."""
-    from ..db import transaction
-    from ..usecases import summaries
 
     with transaction(ctx.sessions) as session:
         name = summaries.explained_by_trace(session, trace_id)
@@ -98,8 +98,6 @@ def _refresh_explained(ctx: Context, trace_id: int) -> None:
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
-    from ..usecases import traces
-
     traces.mark_failed(ctx.sessions, int(args["trace_id"]), error, ctx.settings.data_dir)
     _recomment(ctx, int(args["trace_id"]))
 
@@ -110,8 +108,6 @@ def _recomment(ctx: Context, trace_id: int) -> None:
     s = ctx.settings
     if not (s.github_token and s.bot_baseline):
         return
-    from ..db import transaction
-    from ..usecases.prcomments import run_to_recomment
 
     with transaction(ctx.sessions) as session:
         run_id = run_to_recomment(session, trace_id, s.bot_baseline)
@@ -125,8 +121,6 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     delivery job per new alert and channel, then one waiting refresh of the pages' stored
     summaries: its fits (ANOVA over the benchmark's runs, change points) grow with the history,
     so they never hold up an alert, and a burst of evaluations leaves one refresh."""
-    from ..db import transaction
-    from ..usecases import alerts
 
     more, evaluated = True, 0
     while more:  # one transaction per pass: a job far behind keeps what it has done
@@ -149,7 +143,6 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
     """A full re-evaluation (usecases/evaluations): series by series, its progress in its row;
     each series' new alerts go out at once; then undelivered notifications are queued again."""
-    from ..usecases import evaluations
 
     evaluations.run(ctx.sessions, int(args["evaluation"]),
                     on_new=lambda ids: enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings,
@@ -159,8 +152,6 @@ def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
 
 def _reevaluation_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
-    from ..usecases import evaluations
-
     evaluations.fail(ctx.sessions, int(args["evaluation"]), error)
 
 
@@ -174,8 +165,6 @@ def summary_wait_s(benchmark: str) -> float:
 
 def _summarize(ctx: Context, args: dict[str, Any]) -> None:
     """The stored summaries the dashboard reads (attribution, change points): usecases/summaries."""
-    from ..db import transaction
-    from ..usecases import summaries
 
     name, labels = str(args["benchmark"]), [str(x) for x in args.get("labels") or []]
     t0 = time.perf_counter()
@@ -192,20 +181,14 @@ def _summarize(ctx: Context, args: dict[str, Any]) -> None:
 
 
 def _webhook(ctx: Context, args: dict[str, Any]) -> None:
-    from ..usecases import deliveries
-
     deliveries.webhook(ctx.sessions, ctx.settings, int(args["alert_id"]), pause=pause_point)
 
 
 def _github_issue(ctx: Context, args: dict[str, Any]) -> None:
-    from ..usecases import deliveries
-
     deliveries.github_issue(ctx.sessions, ctx.settings, int(args["alert_id"]))
 
 
 def _pr_comment(ctx: Context, args: dict[str, Any]) -> None:
-    from ..bot.auto import post_for_run
-
     post_for_run(ctx.sessions, ctx.settings, int(args["run_id"]))
 
 
@@ -260,7 +243,6 @@ def enqueue_summaries(queue: Any, benchmark: str, labels: list[str], after_s: fl
 
 def enqueue_deliveries(queue: Any, sessions: sessionmaker[Session], settings: Settings,
                        ids: list[int] | None = None) -> None:
-    from ..usecases import deliveries
 
     for kind, alert_id in deliveries.due(sessions, settings, ids):
         queue.enqueue(kind, {"alert_id": alert_id}, coalesce=f"{kind}:{alert_id}")

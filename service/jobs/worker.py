@@ -9,6 +9,10 @@ import time
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
+from . import pg
+from .sweep import requeue_pending
+from .table import TableWorker, run_lanes
+from .table import pending as table_pending
 
 log = logging.getLogger("perfwarden.jobs")
 
@@ -18,11 +22,8 @@ def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
     """Run jobs until stopped (or, with wait=False, until none is due); first, with `sweep`,
     queue again the analysis of traces left pending (jobs/sweep.py; on PostgreSQL after the
     killed workers' jobs are put back)."""
-    from .sweep import requeue_pending
 
     if settings.is_sqlite:
-        from .table import TableWorker, run_lanes
-
         if sweep:
             requeue_pending(settings, sessions)
         if wait:  # the lanes' workers side by side
@@ -33,7 +34,6 @@ def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
             w.stop = stop
         w.run(wait)
         return
-    from . import pg
 
     pg.run_worker(settings, sessions, wait=wait, stop=stop, signals=signals,
                   then=(lambda: requeue_pending(settings, sessions)) if sweep else None)
@@ -41,10 +41,7 @@ def run(settings: Settings, sessions: sessionmaker[Session], wait: bool = True,
 
 def pending(settings: Settings, sessions: sessionmaker[Session]) -> int:
     if settings.is_sqlite:
-        from .table import pending as table_pending
-
         return table_pending(sessions)
-    from . import pg
 
     return pg.pending(settings)
 

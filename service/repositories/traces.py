@@ -8,6 +8,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from ..models import Run, TraceFile
+from .runs import lock_run as lock
 
 
 def run(session: Session, run_id: int) -> Run | None:
@@ -16,7 +17,6 @@ def run(session: Session, run_id: int) -> Run | None:
 
 def lock_run(session: Session, run_id: int) -> None:
     """Hold the run's row until the transaction ends (runs.lock_run says how, per database)."""
-    from .runs import lock_run as lock
 
     lock(session, run_id)
 

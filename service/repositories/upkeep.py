@@ -12,6 +12,8 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..db import transaction
+
 TABLES = ("runs", "run_metrics", "samples", "pending_evaluations", "series_states", "alerts",
           "traces")
 
@@ -31,7 +33,6 @@ def analyze_stale(sessions: sessionmaker[Session]) -> list[str]:
     off (for the server or the table), each in a transaction of its own (its lock held no
     longer than its own ANALYZE) and skipped while another holds it; their names. Nothing on
     SQLite."""
-    from ..db import transaction
 
     with transaction(sessions) as session:
         if session.get_bind().dialect.name != "postgresql":

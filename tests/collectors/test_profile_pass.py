@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from collectors.bench.decode import DecodeConfig, config_from_file
+from collectors.bench.config import DecodeConfig, config_from_file
 from collectors.bench.passes import PROFILE_HANG_ENV, profile_pass
 
 

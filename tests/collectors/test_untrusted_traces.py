@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from collectors.traces import nsys, nsys_schema
-from collectors.traces.load import MAX_INFLATED_ENV, MAX_RATIO_ENV, load_trace
+from collectors.traces.gz import MAX_INFLATED_ENV, MAX_RATIO_ENV
+from collectors.traces.load import load_trace
 from collectors.traces.model import TraceError
 from tests.conftest import H200
 
