@@ -91,7 +91,7 @@ bisect_note  # unused variable (service/schemas/alerts.py): a response field
 series_done  # unused variable (service/schemas/alerts.py): a response field
 series_total  # unused variable (service/schemas/alerts.py): a response field
 at_levels  # unused variable (service/schemas/explain.py): a response field
-worker_app  # unused function (service/cli/server.py): the app factory uvicorn names by its path
+worker_app  # unused function (service/cli/commands/server.py): the app factory uvicorn names by its path
 cause  # unused variable (dashboards/home.py): read by the home page's template
 login_form  # unused function (dashboards/auth.py): a route
 login  # unused function (dashboards/auth.py): a route
@@ -107,6 +107,18 @@ _._kind_fields  # unused method (service/schemas/curations.py): a pydantic valid
 closed_alerts  # unused variable (service/schemas/curations.py): a response field
 METRIC_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
 GATE_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
-run_reads  # unused function (service/cli/server.py): the reads server's entry, started by serve
+run_reads  # unused function (service/cli/commands/server.py): the reads server's entry, started by serve
 _forget  # unused function (service/repositories/curations.py): a SQLAlchemy event listener
 shard  # unused variable (service/models/benchmarks.py: the primary key's second column, written by the triggers on runs)
+cmd_gate  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_bisect  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_comment  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_explain  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_noise  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_attribute  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_serve  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_worker  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_db  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_tokens  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+cmd_seed  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+LocalJudge  # unused class (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)

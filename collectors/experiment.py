@@ -9,7 +9,7 @@ number of looks the experiment was planned with, `max_pairs - pairs + 1` with --
 else 1; spec/api.md, One experiment one answer, so every later asker judges it at alpha / looks).
 The decision
 whether to add blocks, and the verdict, are the judge's, passed in (a `Judge`): the full install
-judges on a local SQLite database (service/cli/experiment.py), a GPU node asks the server
+judges on a local SQLite database (service/cli/commands/experiment.py), a GPU node asks the server
 (`server_judge`), so the statistics stay in the service. The bookkeeping (the id, `{out}`,
 complete blocks, looks, writing and posting the records) lives here once, for both commands.
 """

@@ -1,6 +1,6 @@
 """`experiment`: interleaved A/B on this host (collectors/experiment.py runs the blocks and keeps
 the books). The judge is passed in (`Judging`): on a GPU node only the server's (`--server`);
-`perfwarden experiment` (service/cli/experiment.py) also judges on a local SQLite database."""
+`perfwarden experiment` (service/cli/commands/experiment.py) also judges on a local SQLite database."""
 from __future__ import annotations
 
 import argparse

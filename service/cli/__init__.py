@@ -1,12 +1,13 @@
 """`perfwarden`: the collectors' commands (collect, analyze, experiment, ingest; collectors/cli/)
-with the full install's experiment judge passed in, plus the server-side commands, one module
-per group: server.py (serve, worker, db, tokens, seed), gate.py (gate), history.py (noise,
-attribute), explain.py (explain), baseline.py (baseline), curate.py (curate), bisect.py (bisect), comment.py
-(comment), experiment.py (the local judge of `experiment`); common.py holds what they share
-(settings, the `--server` client, exit codes, the local database session).
+with the full install's experiment judge passed in, plus the server-side commands' parsers, one
+module per group: server.py (serve, worker, db, tokens, seed), gate.py (gate), history.py (noise,
+attribute), explain.py (explain), baseline.py (baseline), curate.py (curate), bisect.py
+(bisect), comment.py (comment), experiment.py (the local judge of `experiment`); common.py holds
+what they share (the `--server` client, exit codes, `command`).
 
-Server-side imports happen inside each command, so `perfwarden collect ...` runs on a GPU node
-that has only the collectors' dependencies.
+The parsers import the standard library and the collectors alone; a command's body lives in
+commands/ and imports the server's code at its top, loaded by `command` when the command runs,
+so `perfwarden collect ...` runs on a GPU node that has only the collectors' dependencies.
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """`perfwarden comment`: post or update the PR comment with the verdict and, with --check, the
 check run (or commit status) on the candidate commit; `--error` reports a gate that could not
-run."""
+run. Its body: commands/comment.py."""
 from __future__ import annotations
 
 import argparse
 
-from .common import api
+from .common import command
 
 
 def add_comment(sub: argparse._SubParsersAction) -> None:
@@ -31,10 +31,4 @@ def add_comment(sub: argparse._SubParsersAction) -> None:
                    "saying why and (with --check) a failed check titled `ERROR: <first line>`; "
                    "needs --benchmark, not --run")
     p.add_argument("--dry-run", action="store_true")
-    p.set_defaults(func=cmd_comment)
-
-
-def cmd_comment(args: argparse.Namespace) -> int:
-    from ..bot.comment import post_comment
-
-    return post_comment(args, api)
+    p.set_defaults(func=command("comment", "cmd_comment"))

@@ -1,15 +1,17 @@
-"""What the server-side commands share: the settings, `--server` requests (through the one API
-client, collectors/record.py), exit codes."""
+"""What the server-side commands' parsers and bodies share: `--server` requests (through the one
+API client, collectors/record.py), exit codes, and `command`, which loads a command's body when
+the command runs."""
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
 
 from collectors.errors import (
     EXIT_DATAERR,
     EXIT_ERROR,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
-    CliError,
 )
 from collectors.record import call
 
@@ -17,16 +19,7 @@ EXIT_PASS, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 # every error's code (2 any other, 64 usage, 65 bad input, 69 unreachable; collectors/errors.py)
 ERROR_CODES = frozenset({EXIT_ERROR, EXIT_USAGE, EXIT_DATAERR, EXIT_UNAVAILABLE})
 EXIT_BISECT_ABORT = 128  # `git bisect run`: stop the bisect (an error of ours, not the commit's)
-
-
-def settings():
-    """The settings from the environment; a bad PERFWARDEN_* value is one line, exit 2."""
-    from ..config import Settings
-
-    try:
-        return Settings()
-    except Exception as e:  # noqa: BLE001 - a bad environment variable: one line, exit 2
-        raise CliError(f"bad PERFWARDEN_* setting: {str(e).splitlines()[0]}") from None
+COMMANDS = "service.cli.commands"  # the command bodies' package
 
 
 def redact(url: str) -> str:
@@ -44,36 +37,15 @@ def api(server: str, method: str, path: str, **kw) -> dict:
     return call(server, method, path, **kw)
 
 
-def local_session():
-    """A session on the configured database, which must exist and be migrated."""
-    from ..db import make_engine, session_factory
-    from ..migrate import current, head
+def command(module: str, name: str) -> Callable[..., Any]:
+    """`name` of service/cli/commands/`module`.py, loaded when it is called. The command bodies
+    import the server's code and libraries at their top; the parsers name them through this,
+    so `perfwarden collect ...` runs on a GPU node that has only the collectors' dependencies
+    (tests/test_layering.py reads these calls as imports, and checks that each names a
+    function of an existing module)."""
 
-    s = settings()
-    if s.is_sqlite:
-        path = s.database_url.split("///", 1)[-1]
-        if path and path != ":memory:" and not os.path.exists(path):
-            raise CliError(f"no database at {path}: give --server URL, or set "
-                           "PERFWARDEN_DATABASE_URL")
-    try:
-        rev = current(s.database_url)
-    except Exception as e:  # noqa: BLE001 - unreachable or not a database: one line
-        raise CliError(f"database: {str(e).splitlines()[0]}") from None
-    if rev != head():
-        raise CliError(f"the database is at revision {rev or 'base'}, not {head()}: run "
-                       "`perfwarden db upgrade`")
-    return session_factory(make_engine(s.database_url))
+    def run(*args: Any, **kw: Any) -> Any:
+        return getattr(import_module(f"{COMMANDS}.{module}"), name)(*args, **kw)
 
-
-def ask(server: str | None, path: str, params: dict, model, local):  # noqa: ANN001
-    """A read from the server when one is given, else the same use case on the local database."""
-    if server:
-        return model.model_validate(api(server, "GET", path, params=params))
-    from ..db import transaction
-    from ..errors import DomainError
-
-    with transaction(local_session()) as session:
-        try:
-            return local(session)
-        except DomainError as e:
-            raise CliError(e.message) from None
+    run.__name__ = name
+    return run
