@@ -24,7 +24,7 @@ experiment_page  # unused function (dashboards/routes.py:212)
 run_page  # unused function (dashboards/routes.py:229)
 plotly_js  # unused function (dashboards/routes.py:291)
 favicon  # unused function (dashboards/routes.py:296)
-patch_alert  # unused function (service/api/routes/alerts.py:32)
+patch_alert  # unused function (service/alerts/routes.py)
 get_attribution  # unused function (service/api/routes/attribution.py:15)
 create_baseline  # unused function (service/api/routes/baselines.py:22)
 move_baseline  # unused function (service/api/routes/baselines.py:29)
@@ -79,17 +79,17 @@ _._something  # unused method (service/schemas/__init__.py:444)
 tok_s_mean  # unused variable (service/schemas/__init__.py:456)
 model_config  # unused variable (service/schemas/__init__.py:583)
 se_pct  # unused variable (service/stats/assess.py:61)
-_.webhook_attempts  # unused attribute (service/usecases/deliveries.py:85)
+_.webhook_attempts  # unused attribute (service/alerts/deliveries.py)
 change_point  # unused variable (service/usecases/overview.py): read by dashboards/templates/index.html
 post_trace  # unused function (collectors/record.py): a trace to a stored run, for scripts
 _._one_trace_list_per_run  # unused method (service/schemas/runs.py): a pydantic validator
-evaluation  # unused function (service/api/routes/alerts.py): a route
+evaluation  # unused function (service/alerts/routes.py): a route
 get_explain  # unused function (service/api/routes/explain.py): a route
 css  # unused property (service/evidence.py): read by dashboards/templates/_ordering.html
-first_run_id  # unused variable (service/models/evaluations.py): an ORM column
-bisect_note  # unused variable (service/schemas/alerts.py): a response field
-series_done  # unused variable (service/schemas/alerts.py): a response field
-series_total  # unused variable (service/schemas/alerts.py): a response field
+first_run_id  # unused variable (service/models/experiments.py): an ORM column
+bisect_note  # unused variable (service/alerts/schemas.py): a response field
+series_done  # unused variable (service/alerts/schemas.py): a response field
+series_total  # unused variable (service/alerts/schemas.py): a response field
 at_levels  # unused variable (service/schemas/explain.py): a response field
 worker_app  # unused function (service/cli/commands/server.py): the app factory uvicorn names by its path
 cause  # unused variable (dashboards/home.py): read by the home page's template

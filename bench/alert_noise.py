@@ -29,7 +29,7 @@ from service.stats import history as hist  # noqa: E402
 from service.stats.history import ChangePoint, change_points  # noqa: E402
 
 THRESHOLD = 0.5
-NEAR = 3  # an alert within this many runs of a change point stands for it (alert_state.NEAR)
+NEAR = 3  # an alert within this many runs of a change point stands for it (alerts/evaluation.py)
 
 
 def step(pct: float) -> Callable[[int, int], float]:
@@ -55,7 +55,7 @@ def history(nz: Noise, shape: Callable[[int, int], float], n: int) -> list[float
 
 
 def alerting(values: list[float]) -> list[ChangePoint]:
-    """The change points that raise an alert (service/usecases/alert_state.judge)."""
+    """The change points that raise an alert (service/alerts/evaluation.py, judge)."""
     return [c for c in change_points(values, THRESHOLD, direction="higher") if not c.continues]
 
 

@@ -22,6 +22,7 @@ from jinja2 import UndefinedError
 
 from collectors.traces.summary import valid as valid_summary
 from service import gate_view
+from service.alerts import lifecycle
 from service.api.deps import TOKEN_COOKIE, ReadAccess, SessionDep
 from service.errors import Invalid
 from service.format import (
@@ -48,7 +49,6 @@ from service.schemas import (
     parse_vary,
 )
 from service.usecases import (
-    alerts,
     curations,
     experiments,
     noisecards,
@@ -142,7 +142,7 @@ def benchmark_page(request: Request, name: str, session: SessionDep,
     for h in v.history + v.all_series + [x for p in v.panels.values() for x in p]:
         h["name"] = _series_name(h)
         h["label"] = series_label({**h["config"], "gpu": h["gpu"], "gpu_count": h["gpu_count"]})
-    open_alerts = alerts.list_alerts(session, name, "open")["alerts"]
+    open_alerts = lifecycle.list_alerts(session, name, "open")["alerts"]
     alert_runs: dict[int, set[int]] = {}
     for a in open_alerts:
         if a["metric"] == metric:
@@ -193,11 +193,11 @@ def _grid(v: pages.BenchmarkView, alert_runs: dict[int, set[int]], by: str) -> d
 @router.get("/alerts", response_class=HTMLResponse)
 def alerts_page(request: Request, session: SessionDep, benchmark: Opt = None,
                 state: Opt = None):
-    res = alerts.list_alerts(session, benchmark or None, state or None, request.app.state.settings)
+    res = lifecycle.list_alerts(session, benchmark or None, state or None, request.app.state.settings)
     names = [b.name for b in overview.benchmarks(session)]
     return _page(request, "alerts.html", title="alerts · perfwarden", alerts=res["alerts"],
                  benchmarks=names, benchmark=benchmark or "", state=state or "",
-                 states=alerts.STATES)
+                 states=lifecycle.STATES)
 
 
 def _natural(text: str) -> list:

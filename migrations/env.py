@@ -2,6 +2,7 @@
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+import service.alerts.tables  # noqa: F401 - the alerts' tables join Base.metadata
 from service.config import Settings
 from service.models import Base
 

@@ -15,12 +15,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dashboards.routes import error_page, is_page, mount, warm
 
+from .alerts import routes as alerts
 from .api.deps import strict_query
 from .api.guard import Guard
 from .api.hosts import Hosts
 from .api.lanes import Lanes
 from .api.routes import (
-    alerts,
     attribution,
     baselines,
     benchmarks,

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .alerts import lifecycle
 from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .jobs import open_queue, tasks
 from .schemas import RunIn
-from .usecases import alerts, baselines, ingest, runs, summaries, traces
+from .usecases import baselines, ingest, runs, summaries, traces
 
 BASELINES_FILE = "baselines.json"
 
@@ -84,7 +85,7 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
             with transaction(sessions) as session:
                 baselines.set_from_labels(session, b["benchmark"], b["name"], b["labels"])
     with transaction(sessions) as session:  # the seeded histories' change points
-        new = alerts.evaluate(session)
+        new = lifecycle.evaluate(session)
     with transaction(sessions) as session:  # what the pages read (a job does it after ingest)
         summaries.refresh_all(session)
     if progress and new:

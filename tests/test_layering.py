@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.layout import ROOT, concept_files, modules, role
 
 
 def imports(path: Path) -> set[str]:
@@ -38,24 +38,25 @@ def offenders(folder: str, forbidden: tuple[str, ...]) -> list[str]:
 def test_stats_are_pure():
     assert offenders("service/stats", ("sqlalchemy", "fastapi", "starlette", "service.errors",
                                        "service.repositories", "service.models", "service.config",
-                                       "service.usecases", "service.api")) == []
+                                       "service.usecases", "service.api", "service.alerts")) == []
     text = "".join(p.read_text() for p in files("service/stats"))
     for word in ("sqlalchemy", "ApiError", "HTTPException", "fastapi"):
         assert word not in text
 
 
 def test_only_usecases_call_repositories():
-    bad = [o for folder in ("service/api", "dashboards", "service/bot") for o in
-           offenders(folder, ("service.repositories",))]
-    bad += [o for o in offenders("service", ("service.repositories",))
-            if not o.startswith(("service/usecases/", "service/repositories/"))]
+    """The queries (service/repositories/, a concept's queries.py) are called by use cases (and
+    a concept's logic) and by each other alone."""
+    bad = [o for folder in ("service", "dashboards") for o in
+           offenders(folder, modules("repositories"))
+           if role(ROOT / o.split(" imports ")[0]) not in ("usecases", "repositories")]
     assert bad == []
 
 
 def test_nothing_imports_routes_but_the_app():
     bad = [o for folder in ("service", "dashboards", "collectors") for o in
-           offenders(folder, ("service.api.routes",))
-           if not o.startswith("service/main.py") and not o.startswith("service/api/routes/")]
+           offenders(folder, modules("routes"))
+           if not o.startswith("service/main.py") and role(ROOT / o.split(" imports ")[0]) != "routes"]
     assert bad == []
 
 
@@ -104,9 +105,9 @@ def test_no_private_name_crosses_a_module():
 
 
 def test_use_cases_import_no_cycle_and_comparisons_is_the_one_matcher():
-    """No cycle among the use cases (lazy imports included), and only comparisons.py builds
-    stats Comparisons (matches series, picks metrics)."""
-    mods = {n: p for n, p in _modules().items() if n.startswith("service.usecases.")}
+    """No cycle among the use cases (a concept's logic included; lazy imports included), and
+    only comparisons.py builds stats Comparisons (matches series, picks metrics)."""
+    mods = {n: p for n, p in _modules().items() if role(p) == "usecases"}
     graph = {n: {m for m in imports(p) if m in mods and m != n} for n, p in mods.items()}
 
     def reach(start: str) -> set[str]:
@@ -147,16 +148,18 @@ def runtime_imports(path: Path) -> set[str]:
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = pkg[:len(pkg) - node.level + 1] if node.level else []
-            out.add(".".join(base + ([node.module] if node.module else [])))
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)  # `from . import tables`
     return out
 
 
 def test_only_repositories_touch_sqlalchemy_and_the_models():
-    allowed = ("service/repositories/", "service/models/") + COMPOSITION_ROOT
     bad = [f"{p.relative_to(ROOT)} imports {m}" for folder in ("service", "dashboards")
            for p in files(folder) for m in sorted(runtime_imports(p))
-           if m.startswith(("sqlalchemy", "service.models"))
-           and not str(p.relative_to(ROOT)).startswith(allowed)]
+           if m.startswith(("sqlalchemy",) + modules("models"))
+           and role(p) not in ("repositories", "models")
+           and not str(p.relative_to(ROOT)).startswith(COMPOSITION_ROOT)]
     assert bad == []
 
 
@@ -164,9 +167,9 @@ def test_use_cases_build_no_queries():
     """A use case hands its session to repositories; it never queries or adds rows itself."""
     words = ("select(", "session.execute(", "session.scalar", "session.query(", "session.get(",
              "session.add(", "session.delete(")
-    bad = [f"{p.relative_to(ROOT)}: {w}" for folder in ("service/usecases", "service/bot",
-                                                          "dashboards")
-           for p in files(folder) for w in words if w in p.read_text()]
+    bad = [f"{p.relative_to(ROOT)}: {w}" for p in [
+        *(p for folder in ("service/usecases", "service/bot", "dashboards") for p in files(folder)),
+        *concept_files("usecases")] for w in words if w in p.read_text()]
     assert bad == []
 
 
@@ -174,7 +177,9 @@ def test_routes_take_the_database_one_way():
     """A route gets its session (SessionDep) or, for work in the thread pool or in several units
     of work, the session factory (SessionsDep) from service/api/deps.py; it never reaches into
     the app's state for them."""
-    bad = [str(p.relative_to(ROOT)) for p in (ROOT / "service" / "api" / "routes").glob("*.py")
+    routes = [*(ROOT / "service" / "api" / "routes").glob("*.py"), *concept_files("routes")]
+    assert len(routes) > 10
+    bad = [str(p.relative_to(ROOT)) for p in routes
            if "state.sessions" in p.read_text() or "state.engine" in p.read_text()]
     assert bad == []
 
@@ -184,7 +189,7 @@ def test_trace_files_import_downwards():
     storage knows neither, nor HTTP, the sandbox or the trace readers; none of them reaches up
     into use cases, repositories, the ORM or the routes."""
     up = ("service.usecases", "service.repositories", "service.models", "service.api",
-          "sqlalchemy")
+          "service.alerts", "sqlalchemy")
     assert offenders("service/traces", up) == []
     folder = ROOT / "service" / "traces"
     assert [m for m in imports(folder / "storage.py")

@@ -2,7 +2,7 @@
 the new runs and this state, not the series' whole history.
 
 - `series_states`: per series and metric, the runs since the reference segment began and the
-  reference level (usecases/alert_state.py).
+  reference level (service/alerts/evaluation.py).
 - `pending_evaluations`: runs stored and not yet evaluated (written by the ingest's transaction,
   taken by the evaluation's).
 - `ix_runs_benchmark_body`: "a record posted twice counts once" without a scan.

@@ -12,12 +12,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..alerts import deliveries, lifecycle, reevaluation
 from ..bot.auto import post_for_run
 from ..config import Settings
 from ..db import transaction
 from ..errors import DomainError
 from ..sandbox import Sandbox
-from ..usecases import alerts, deliveries, evaluations, summaries, traces
+from ..usecases import summaries, traces
 from ..usecases.prcomments import run_to_recomment
 from .pause import pause_point
 
@@ -124,11 +125,11 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
     more, evaluated = True, 0
     while more:  # one transaction per pass: a job far behind keeps what it has done
-        if analyzed := alerts.keep_statistics(ctx.sessions):  # the statistics its plans need
+        if analyzed := lifecycle.keep_statistics(ctx.sessions):  # the statistics its plans need
             log.info("analyzed %s (autovacuum is off)", ", ".join(analyzed))
         with transaction(ctx.sessions) as session:
             try:
-                new, runs, more = alerts.evaluate_benchmark(session, str(args["benchmark"]))
+                new, runs, more = lifecycle.evaluate_benchmark(session, str(args["benchmark"]))
             except DomainError as e:  # the benchmark went away meanwhile
                 log.warning("alert evaluation of %r skipped: %s", args["benchmark"], e.message)
                 return
@@ -141,10 +142,10 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
 
 def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
-    """A full re-evaluation (usecases/evaluations): series by series, its progress in its row;
+    """A full re-evaluation (alerts/reevaluation.py): series by series, its progress in its row;
     each series' new alerts go out at once; then undelivered notifications are queued again."""
 
-    evaluations.run(ctx.sessions, int(args["evaluation"]),
+    reevaluation.run(ctx.sessions, int(args["evaluation"]),
                     on_new=lambda ids: enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings,
                                                           ids),
                     after_series=lambda: pause_point("alerts:reevaluate"))
@@ -152,7 +153,7 @@ def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
 
 
 def _reevaluation_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
-    evaluations.fail(ctx.sessions, int(args["evaluation"]), error)
+    reevaluation.fail(ctx.sessions, int(args["evaluation"]), error)
 
 
 def summary_wait_s(benchmark: str) -> float:

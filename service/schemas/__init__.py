@@ -1,8 +1,8 @@
 """API input and output schemas (pydantic), one module per resource, separate from the ORM models and
 the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and compare),
-experiments.py, attribution.py, history.py, alerts.py, explain.py, curations.py; common.py (shared
+experiments.py, attribution.py, history.py, explain.py, curations.py (the alerts' in
+service/alerts/schemas.py); common.py (shared
 field types, the one error body, query-string parsers)."""
-from .alerts import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
 from .attribution import AttributionOut, FactorOut
 from .baselines import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from .benchmarks import BenchmarkList, BenchmarkPatch, BenchmarkSummary
@@ -79,5 +79,5 @@ __all__ = [
     'NoiseRow', 'NoiseOut', 'NoiseCardOut', 'BenchmarkSummary', 'BenchmarkList', 'BenchmarkPatch',
     'ExperimentRun', 'ExperimentBlock', 'ExperimentOut', 'FactorOut', 'AttributionOut',
     'DeterministicOut', 'ExplainOut', 'KernelChange', 'TraceDiffOut',
-    'TraceOut', 'AlertOut', 'AlertList', 'AlertPatch', 'AlertEvaluationOut',
+    'TraceOut',
 ]

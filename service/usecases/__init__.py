@@ -1,14 +1,13 @@
-"""Use cases: one module per job. The only callers of repositories besides tests; routes, the
-dashboard, the bot and the CLI call these.
+"""Use cases: one module per job. The only callers of repositories besides tests and the
+concept folders' own logic (service/alerts/); routes, the dashboard, the bot and the CLI call
+these.
 
 Judging: comparisons.py (THE place that matches series and picks metrics; unknown.py: what it
 makes of runs whose identity is unknown), verdicts.py (the gate and compare answers), causes.py
 (their traces' evidence and cause), experiments.py (interleaved A/B experiments), bisect.py
 (`perfwarden bisect`), attribution.py (which config key explains a spread), explain.py
 (attribution, traces and deterministic-mode runs joined into a decision). History: history.py
-(per-run figures, change points, noise), noisecards.py (a series' noise card), alerts.py and
-alert_state.py (alerts from change points, the incremental evaluation from a stored state),
-evaluations.py (the full re-evaluation job), deliveries.py (webhook and GitHub issue),
+(per-run figures, change points, noise), noisecards.py (a series' noise card),
 curations.py (expected change points and mutes, audited), summaries.py (stored attribution and
 change points). Storing: ingest.py (a run record), uploads.py (staged traces committed with their
 batch), traces.py (a trace attached and analyzed), sweep.py (pending traces picked up again),

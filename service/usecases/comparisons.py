@@ -17,7 +17,7 @@ from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, latency_fa
 
 from ..db import Session
 from ..errors import Invalid, NotFound
-from ..repositories import evaluations as evaluations_repo
+from ..repositories import plans as plans_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..repositories.runs import RunKey
@@ -349,7 +349,7 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
         raise Invalid(f"experiment {exp_id!r}: both arms need runs (baseline "
                       f"{len(ids['baseline'])}, candidate {len(ids['candidate'])})", "experiment")
     block_of = {r.id: r.experiment_block for r in rows}
-    plan = evaluations_repo.plans(session, {exp_id}).get(exp_id)
+    plan = plans_repo.plans(session, {exp_id}).get(exp_id)
     looks = plan.looks if plan is not None and plan.looks else sel.looks  # the stored plan's
     series = series_repo.series_rows(session, {keys[i].series_id for i in keys})
     arm_desc = {arm: {i: series_desc(series[keys[i].series_id]) for i in ids[arm]} for arm in ARMS}

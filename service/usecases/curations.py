@@ -10,10 +10,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..alerts import queries as alerts_repo
 from ..db import Session
 from ..errors import Conflict, Invalid, NotFound
 from ..format import series_label
-from ..repositories import alerts as alerts_repo
 from ..repositories import curations as repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo

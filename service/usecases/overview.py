@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import readcache
+from ..alerts import lifecycle
 from ..db import Session
 from ..format import series_label
 from ..repositories import curations as curation_repo
@@ -16,7 +17,7 @@ from ..repositories import runs as runs_repo
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
 from ..schemas import BenchmarkSummary
-from . import alerts, standing, summaries
+from . import standing, summaries
 from .history import default_branch
 
 
@@ -135,7 +136,7 @@ def index_page(session: Session, recompute: summaries.Recompute, alpha: float = 
     page = listed[offset:None if limit is None else offset + limit]
     ids = [b.id for b in page]
     newest = views_repo.newest_baselines(session, ids)
-    open_alerts = alerts.open_counts(session)
+    open_alerts = lifecycle.open_counts(session)
     shown_runs = views_repo.newest_runs(session, ids)
     stored = summary_repo.every(session, (standing.VERDICTS, summaries.CHANGES), standing.METRIC,
                                 ids)

@@ -39,19 +39,20 @@ def _history(bench: str, runs: int = 360) -> list[dict]:
 
 
 def _alerts(sessions, bench: str) -> list[tuple]:
+    from service.alerts import lifecycle
     from service.db import transaction
-    from service.usecases import alerts
 
     with transaction(sessions) as s:
-        found = alerts.list_alerts(s, bench, None)["alerts"]
+        found = lifecycle.list_alerts(s, bench, None)["alerts"]
     return sorted((a["config"]["batch_size"], a["commit"], a["good_commit"], round(a["delta_pct"], 6),
                    round(a["before"], 6)) for a in found)
 
 
 def test_incremental_state_gives_the_full_recomputes_alerts(settings):
+    from service.alerts import lifecycle
     from service.db import make_engine, session_factory, transaction
     from service.schemas import RunIn
-    from service.usecases import alerts, ingest
+    from service.usecases import ingest
 
     engine = make_engine(settings.database_url)
     sessions = session_factory(engine)
@@ -62,16 +63,16 @@ def test_incremental_state_gives_the_full_recomputes_alerts(settings):
             ingest.store_runs(sessions, inc[k:k + 30])
             ingest.store_runs(sessions, full[k:k + 30])
             with transaction(sessions) as s:
-                alerts.evaluate_benchmark(s, "inc")  # from the stored state (the job)
-                alerts.evaluate(s, "full")  # the full recompute over the whole history
+                lifecycle.evaluate_benchmark(s, "inc")  # from the stored state (the job)
+                lifecycle.evaluate(s, "full")  # the full recompute over the whole history
         got, want = _alerts(sessions, "inc"), _alerts(sessions, "full")
         assert want == got
         # the planted steps, each once, naming the first bad run
         assert [(b, c[:7]) for b, c, *_ in want] == [(1, "0000150"), (2, "0000260")], want
         # (series 2: +3.5% is an improvement, no alert; -8% later is -4.8% from the reference)
         with transaction(sessions) as s:  # a re-evaluation of either adds nothing
-            assert alerts.evaluate_benchmark(s, "inc") == ([], 0, False)
-            assert alerts.evaluate(s, "full") == []
+            assert lifecycle.evaluate_benchmark(s, "inc") == ([], 0, False)
+            assert lifecycle.evaluate(s, "full") == []
     finally:
         engine.dispose()
 
@@ -81,32 +82,33 @@ def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settin
     a time by the job, one transaction per pass: the full recompute's alerts, every run
     evaluated, each series rebuilt once (the first pass's rebuild judged the later passes' runs
     too: they leave the inbox with it), and a job with nothing left does nothing."""
+    from service.alerts import evaluation, lifecycle
     from service.db import make_engine, session_factory, transaction
     from service.jobs import tasks
     from service.schemas import RunIn
-    from service.usecases import alert_state, alerts, ingest
+    from service.usecases import ingest
     from service.usecases.history import get_benchmark
 
-    monkeypatch.setattr(alert_state, "PENDING_PER_PASS", 250)
+    monkeypatch.setattr(evaluation, "PENDING_PER_PASS", 250)
     engine = make_engine(settings.database_url)
     sessions = session_factory(engine)
     passes = []
-    real = alerts.evaluate_benchmark
+    real = lifecycle.evaluate_benchmark
 
     def counted(session, name):
         out = real(session, name)
         passes.append(out.more)
         return out
 
-    monkeypatch.setattr(alerts, "evaluate_benchmark", counted)
+    monkeypatch.setattr(lifecycle, "evaluate_benchmark", counted)
     rebuilt = []
-    real_rebuild = alert_state.rebuild
+    real_rebuild = evaluation.rebuild
 
     def rebuild(session, bench, metric, series_id):
         rebuilt.append((bench.name, series_id, metric))
         return real_rebuild(session, bench, metric, series_id)
 
-    monkeypatch.setattr(alert_state, "rebuild", rebuild)
+    monkeypatch.setattr(evaluation, "rebuild", rebuild)
     try:
         inc = [RunIn.model_validate(r) for r in _history("inc")]
         full = [RunIn.model_validate(r) for r in _history("full")]
@@ -120,9 +122,9 @@ def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settin
         assert passes == [True, False]  # 250 runs, then the rest of their 3 series with them
         assert len(rebuilt) == len(set(rebuilt)) == 3, rebuilt  # once per series, not per pass
         with transaction(sessions) as s:
-            assert alert_state.evaluate_new(s, get_benchmark(s, "inc")).runs == 0
+            assert evaluation.evaluate_new(s, get_benchmark(s, "inc")).runs == 0
         with transaction(sessions) as s:
-            alerts.evaluate(s, "full")
+            lifecycle.evaluate(s, "full")
         assert _alerts(sessions, "inc") == _alerts(sessions, "full") != []
         assert "summarize" in queued
         tasks.KINDS["evaluate_alerts"].run(ctx, {"benchmark": "inc"})

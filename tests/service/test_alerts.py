@@ -461,9 +461,9 @@ def test_every_undelivered_open_alert_is_due_however_many_are_open(settings, rec
     the newest page of them: the oldest of 1,201 open alerts is still due."""
     from sqlalchemy import text
 
+    from service.alerts import deliveries
+    from service.alerts import queries as repo
     from service.db import transaction
-    from service.repositories import alerts as repo
-    from service.usecases import deliveries
     from tests.conftest import minimal_run
 
     app, TC = _app(settings, receiver)

@@ -67,7 +67,7 @@ def test_a_job_stopped_half_way_goes_on_after_its_last_series(settings):
     """The worker dies after the second of four series (the pause hook raises there): the
     evaluation shows 2 of 4 series done and their alerts; the retry judges only the other two,
     and the alerts are those of one uninterrupted evaluation, none twice."""
-    from service.usecases import evaluations
+    from service.alerts import reevaluation
 
     app, TC = _app(settings)
     with TC(app) as c:
@@ -76,7 +76,7 @@ def test_a_job_stopped_half_way_goes_on_after_its_last_series(settings):
             recs += _series("half", b + 1, [(100, 20), (96, 20)], b)
         c.post("/api/v1/runs/batch", json={"runs": recs})
         sessions = app.state.sessions
-        ev = evaluations.start(sessions, "half", lambda i: None)
+        ev = reevaluation.start(sessions, "half", lambda i: None)
         seen: list[dict] = []
 
         class Killed(Exception):
@@ -88,12 +88,12 @@ def test_a_job_stopped_half_way_goes_on_after_its_last_series(settings):
                 raise Killed
 
         with pytest.raises(Killed):
-            evaluations.run(sessions, ev["id"], after_series=stop_after_two)
+            reevaluation.run(sessions, ev["id"], after_series=stop_after_two)
         assert [(s["state"], s["progress"]["series_done"], s["progress"]["series_total"])
                 for s in seen] == [("running", 1, 4), ("running", 2, 4)]
         assert len(seen[1]["new"]) == 2
         judged = []
-        evaluations.run(sessions, ev["id"], on_new=judged.append)
+        reevaluation.run(sessions, ev["id"], on_new=judged.append)
         done = c.get(f"/api/v1/alerts/evaluations/{ev['id']}").json()
         assert done["state"] == "done" and done["progress"]["series_done"] == 4
         assert len(judged) == 2  # the two series left, one alert each
@@ -109,12 +109,12 @@ def test_a_job_stopped_half_way_goes_on_after_its_last_series(settings):
 
 
 def test_a_job_that_gives_up_says_why(settings):
+    from service.alerts import reevaluation
     from service.jobs import tasks
-    from service.usecases import evaluations
 
     app, TC = _app(settings)
     with TC(app) as c:
-        ev = evaluations.start(app.state.sessions, None, lambda i: None)
+        ev = reevaluation.start(app.state.sessions, None, lambda i: None)
         ctx = tasks.Context(app.state.settings, app.state.sessions, app.state.queue)
         tasks.KINDS["reevaluate_alerts"].give_up(ctx, {"evaluation": ev["id"]},
                                                  "OperationalError: the database went away")
@@ -187,26 +187,27 @@ def test_a_second_runner_of_one_evaluation_judges_nothing_twice(settings):
     """A job put back while its first runner still works: the second runner starts between the
     first's series and finishes the evaluation; the first then finds its remaining series judged
     and counts nothing again."""
+    from service.alerts import reevaluation
     from service.db import transaction
     from service.schemas import RunIn
-    from service.usecases import evaluations, ingest
+    from service.usecases import ingest
 
     fix = [(100, 20), (97, 20)]
     recs = _series("twice", 1, fix, 1) + _series("twice", 2, fix, 2) + _series("twice", 3, fix, 3)
     app, TC = _app(settings)
     with TC(app):
         ingest.store_runs(app.state.sessions, [RunIn.model_validate(r) for r in recs])
-        ev = evaluations.start(app.state.sessions, "twice", lambda i: None)
+        ev = reevaluation.start(app.state.sessions, "twice", lambda i: None)
         second: list[int] = []
 
         def between_series() -> None:
             if not second:  # the put-back job's runner, while the first is between series
                 second.append(1)
-                evaluations.run(app.state.sessions, ev["id"])
+                reevaluation.run(app.state.sessions, ev["id"])
 
-        evaluations.run(app.state.sessions, ev["id"], after_series=between_series)
+        reevaluation.run(app.state.sessions, ev["id"], after_series=between_series)
         with transaction(app.state.sessions) as s:
-            got = evaluations.show(s, ev["id"])
+            got = reevaluation.show(s, ev["id"])
         assert got["state"] == "done"
         assert got["progress"] == {"series_done": 3, "series_total": 3, "runs": 120}, got
         assert len(got["new"]) == 3
@@ -216,9 +217,10 @@ def test_a_second_runner_of_one_evaluation_judges_nothing_twice(settings):
 def test_judging_a_series_holds_it_until_the_judgement_commits(settings):
     """The re-evaluation's step holds its series (an ingest's evaluation of the same series
     waits for it, so the two never judge one series from the same stored state at once)."""
+    from service.alerts import evaluation
     from service.db import session_factory, transaction
     from service.schemas import RunIn
-    from service.usecases import alert_state, history, ingest
+    from service.usecases import history, ingest
     from tests.conftest import write_at_once
 
     app, TC = _app(settings)
@@ -231,7 +233,7 @@ def test_judging_a_series_holds_it_until_the_judgement_commits(settings):
             bench = history.get_benchmark(s, "hold")
             sid = s.execute(__import__("sqlalchemy").text(
                 "SELECT series_id FROM runs WHERE id = :i"), {"i": ids[0]}).scalar()
-            alert_state.reevaluate_series(s, bench, sid)
+            evaluation.reevaluate_series(s, bench, sid)
             held = write_at_once(settings.database_url,
                                  f"UPDATE series SET gpu = gpu WHERE id = {sid}")
         assert held != "ok", held
@@ -246,11 +248,12 @@ def test_a_reevaluation_never_waits_on_runs_an_ingest_evaluation_is_taking(setti
     be a deadlock), and the ingest's evaluation then judges it."""
     import threading
 
+    from service.alerts import evaluation
     from service.db import session_factory, transaction
     from service.repositories import history as hist_repo
     from service.repositories import series as series_repo
     from service.schemas import RunIn
-    from service.usecases import alert_state, history, ingest
+    from service.usecases import history, ingest
 
     app, TC = _app(settings)
     with TC(app):
@@ -268,7 +271,7 @@ def test_a_reevaluation_never_waits_on_runs_an_ingest_evaluation_is_taking(setti
             def reevaluate() -> None:
                 with transaction(sessions) as s:
                     sid = series_repo.series_of_benchmark(s, bench.id)[0].id
-                    done.append(alert_state.reevaluate_series(s, bench, sid))
+                    done.append(evaluation.reevaluate_series(s, bench, sid))
 
             t = threading.Thread(target=reevaluate, daemon=True)
             if settings.database_url.startswith("sqlite"):

@@ -7,7 +7,7 @@ import os
 from collectors.errors import CliError
 
 from ...config import Settings
-from ...db import make_engine, session_factory, transaction
+from ...db import SessionFactory, make_engine, session_factory, transaction
 from ...errors import DomainError
 from ...migrate import current, head
 from ..common import api
@@ -21,7 +21,7 @@ def settings() -> Settings:
         raise CliError(f"bad PERFWARDEN_* setting: {str(e).splitlines()[0]}") from None
 
 
-def local_session():  # noqa: ANN201 - a session factory
+def local_session() -> SessionFactory:
     """A session on the configured database, which must exist and be migrated."""
     s = settings()
     if s.is_sqlite:

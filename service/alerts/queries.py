@@ -1,4 +1,4 @@
-"""Alert rows."""
+"""The alerts' rows, and the full re-evaluations' rows (their progress)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..models import Alert, Benchmark
+from ..models import Benchmark, Series
+from .tables import Alert, AlertEvaluation
 
 
 def of_series(session: Session, series_id: int, metric: str) -> list[Alert]:
@@ -96,3 +97,55 @@ def record_issue(alert: Alert, issue: int | None, err: str | None) -> None:
     if issue:
         alert.github_issue = issue
     alert.notify_error = err[:1000] if err else alert.notify_error
+
+
+# The full re-evaluations (POST /api/v1/alerts/evaluate) and their progress.
+
+def add_evaluation(session: Session, benchmark: str | None) -> AlertEvaluation:
+    row = AlertEvaluation(benchmark=benchmark, state="pending", done_series=0, runs=0, new=[],
+                          created_at=datetime.now(timezone.utc))
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get_evaluation(session: Session, evaluation_id: int, lock: bool = False
+                   ) -> AlertEvaluation | None:
+    if lock:  # one worker at a time moves an evaluation on (a retried job beside a slow one)
+        return session.scalar(select(AlertEvaluation).where(AlertEvaluation.id == evaluation_id)
+                              .with_for_update())
+    return session.get(AlertEvaluation, evaluation_id)
+
+
+def mark_running(row: AlertEvaluation, total_series: int) -> None:
+    """The job took the evaluation: `running`, with how many series it judges (the first start
+    time kept across retries)."""
+    row.state, row.total_series = "running", total_series
+    row.started_at = row.started_at or datetime.now(timezone.utc)
+
+
+def record_series(row: AlertEvaluation, series_key: tuple[int, int], runs: int,
+                  new: list[int]) -> None:
+    """One more series judged: its key (where a retry goes on), its runs and its new alerts."""
+    row.done_series, row.runs = row.done_series + 1, row.runs + runs
+    row.last_series, row.new = list(series_key), list(row.new or []) + new
+
+
+def mark_done(row: AlertEvaluation) -> None:
+    row.state, row.finished_at = "done", datetime.now(timezone.utc)
+
+
+def mark_failed(row: AlertEvaluation, error: str) -> None:
+    row.state, row.error = "failed", error[:1000]
+    row.finished_at = datetime.now(timezone.utc)
+
+
+def series_keys(session: Session, bench_ids: list[int]) -> list[tuple[int, int]]:
+    """(benchmark id, series id) of every series of the benchmarks, in the order judged."""
+    return [(int(b), int(s)) for b, s in session.execute(
+        select(Series.benchmark_id, Series.id).where(Series.benchmark_id.in_(bench_ids))
+        .order_by(Series.benchmark_id, Series.id))]
+
+
+def benchmark_row(session: Session, bench_id: int) -> Benchmark | None:
+    return session.get(Benchmark, bench_id)

@@ -5,10 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from ...jobs import tasks
-from ...schemas import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
-from ...usecases import alerts, evaluations
-from ..deps import (
+from ..api.deps import (
     AdminAccess,
     ReadAccess,
     SessionDep,
@@ -16,6 +13,9 @@ from ..deps import (
     WriteAccess,
     errors,
 )
+from ..jobs import tasks
+from . import lifecycle, reevaluation
+from .schemas import AlertEvaluationOut, AlertList, AlertOut, AlertPatch
 
 router = APIRouter(prefix="/api/v1", tags=["alerts"])
 Str200 = Annotated[str | None, Query(max_length=200)]
@@ -27,7 +27,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 def list_alerts(request: Request, session: SessionDep, benchmark: Str200 = None,
                 state: Str200 = None):
     """Alerts, newest first; filter by benchmark and state (open, acknowledged, closed)."""
-    return alerts.list_alerts(session, benchmark, state, request.app.state.settings,
+    return lifecycle.list_alerts(session, benchmark, state, request.app.state.settings,
                               str(request.base_url))
 
 
@@ -35,7 +35,7 @@ def list_alerts(request: Request, session: SessionDep, benchmark: Str200 = None,
               responses=errors(400, 401, 403, 404, 413, 415, 422))
 def patch_alert(request: Request, alert_id: Id, body: AlertPatch, session: SessionDep):
     """Acknowledge or close an alert (or open it again)."""
-    return alerts.set_state(session, alert_id, body.state, request.app.state.settings)
+    return lifecycle.set_state(session, alert_id, body.state, request.app.state.settings)
 
 
 @router.post("/alerts/evaluate", status_code=202, response_model=AlertEvaluationOut,
@@ -46,11 +46,11 @@ def evaluate(request: Request, sessions: SessionsDep, benchmark: Str200 = None):
     points raise alerts (an alert already raised is never raised twice); undelivered
     notifications are queued again when it ends."""
     queue = request.app.state.queue
-    return evaluations.start(sessions, benchmark, lambda i: tasks.enqueue_reevaluation(queue, i))
+    return reevaluation.start(sessions, benchmark, lambda i: tasks.enqueue_reevaluation(queue, i))
 
 
 @router.get("/alerts/evaluations/{evaluation_id}", response_model=AlertEvaluationOut,
             dependencies=[ReadAccess], responses=errors(401, 404, 422))
 def evaluation(evaluation_id: Id, session: SessionDep):
     """A re-evaluation's state and progress (series judged of all, runs judged, alerts raised)."""
-    return evaluations.show(session, evaluation_id)
+    return reevaluation.show(session, evaluation_id)

@@ -5,10 +5,10 @@ the reference level (so a staircase of small steps raises one alert once they ad
 one alert; it names the last good and the first bad run
 (and their commits), is stored with its state (open, acknowledged, closed), and goes out once to
 the webhook and once as a GitHub issue (found again by a hidden marker): both are durable jobs
-(usecases/deliveries.py, run from service/jobs/).
+(deliveries.py, run from service/jobs/).
 
 A change point that moves by a run or two as history grows is the same change: an alert already
-raised within NEAR runs of it, in the same direction, stands for it (usecases/alert_state.py:
+raised within NEAR runs of it, in the same direction, stands for it (evaluation.py:
 the evaluation itself, in full or from the stored state per series).
 """
 from __future__ import annotations
@@ -22,11 +22,12 @@ from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
 from ..format import clean, md, md_comment, series_label
 from ..github import GitHub
-from ..repositories import alerts as repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..repositories import upkeep
-from . import alert_state, comparisons, history
+from ..usecases import comparisons, history
+from . import evaluation
+from . import queries as repo
 
 STATES = ("open", "acknowledged", "closed")
 log = logging.getLogger("perfwarden.alerts")
@@ -40,7 +41,7 @@ def evaluate(session: Session, bench_name: str | None = None,
     benches = [history.get_benchmark(session, bench_name)] if bench_name else \
         history.benchmarks(session)
     return [a for bench in benches
-            for a in alert_state.evaluate(session, bench, comparisons.watched_metrics(metrics))]
+            for a in evaluation.evaluate(session, bench, comparisons.watched_metrics(metrics))]
 
 
 def keep_statistics(sessions: SessionFactory) -> list[str]:
@@ -49,11 +50,11 @@ def keep_statistics(sessions: SessionFactory) -> list[str]:
     return upkeep.analyze_stale(sessions)
 
 
-def evaluate_benchmark(session: Session, bench_name: str) -> alert_state.Pass:
+def evaluate_benchmark(session: Session, bench_name: str) -> evaluation.Pass:
     """One pass of the durable job's evaluation (service/jobs): the oldest of the benchmark's
     runs stored since the last evaluation (one job stands for a burst of ingests), against each
     series' stored state: the new alerts' ids, the runs evaluated, whether more wait."""
-    return alert_state.evaluate_new(session, history.get_benchmark(session, bench_name))
+    return evaluation.evaluate_new(session, history.get_benchmark(session, bench_name))
 
 
 def server_url(settings: Settings | None, request_url: str | None = None) -> str:

@@ -4,7 +4,7 @@ benchmark) again from its whole history, read in pages, one series a transaction
 progress in its row (`GET /api/v1/alerts/evaluations/{id}`). Each series' runs still waiting in
 the evaluation inbox are taken off it in the transaction that judges them, so a job that stops
 half-way loses none: its retry goes on after the last series it finished. An alert already
-raised for a change point is never raised again (usecases/alert_state.raise_alerts)."""
+raised for a change point is never raised again (evaluation.py, raise_alerts)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,9 +12,10 @@ from typing import Any
 
 from ..db import Session, SessionFactory, transaction
 from ..errors import NotFound
-from ..repositories import evaluations as repo
 from ..repositories import runs as runs_repo
-from . import alert_state, history
+from ..usecases import history
+from . import evaluation
+from . import queries as repo
 
 STATES = ("pending", "running", "done", "failed")
 
@@ -26,7 +27,7 @@ def start(sessions: SessionFactory, benchmark: str | None,
     with transaction(sessions) as session:
         if benchmark:
             history.get_benchmark(session, benchmark)  # NotFound for an unknown name
-        ev = out(repo.add(session, benchmark or None))
+        ev = out(repo.add_evaluation(session, benchmark or None))
     try:
         enqueue(ev["id"])
     except Exception as e:  # no job will run it: it says so instead of staying pending
@@ -36,7 +37,7 @@ def start(sessions: SessionFactory, benchmark: str | None,
 
 
 def show(session: Session, evaluation_id: int) -> dict[str, Any]:
-    row = repo.get(session, evaluation_id)
+    row = repo.get_evaluation(session, evaluation_id)
     if row is None:
         raise NotFound(f"alert evaluation {evaluation_id} not found", "evaluation_id")
     return out(row)
@@ -57,7 +58,7 @@ def run(sessions: SessionFactory, evaluation_id: int,
     """The job: every series not judged yet, in order, one transaction each (its progress
     recorded in it); `on_new` gets each series' new alerts once committed."""
     with transaction(sessions) as session:
-        row = repo.get(session, evaluation_id, lock=True)
+        row = repo.get_evaluation(session, evaluation_id, lock=True)
         if row is None or row.state in ("done", "failed"):
             return
         benches = [history.get_benchmark(session, row.benchmark)] if row.benchmark else \
@@ -68,22 +69,22 @@ def run(sessions: SessionFactory, evaluation_id: int,
     todo = [k for k in keys if done is None or k > done]  # keys are in (benchmark, series) order
     for bench_id, series_id in todo:
         with transaction(sessions) as session:
-            row = repo.get(session, evaluation_id, lock=True)
+            row = repo.get_evaluation(session, evaluation_id, lock=True)
             if row is None:  # deleted meanwhile
                 return
             if row.state != "running" or (row.last_series and
                                           tuple(row.last_series) >= (bench_id, series_id)):
                 continue  # another runner of this evaluation (a job put back) judged it
-            bench = repo.benchmark(session, bench_id)
+            bench = repo.benchmark_row(session, bench_id)
             # every gating metric the series' history holds, as the ingest's evaluation judges
-            new, runs = alert_state.reevaluate_series(session, bench, series_id) \
+            new, runs = evaluation.reevaluate_series(session, bench, series_id) \
                 if bench is not None else ([], 0)
             repo.record_series(row, (bench_id, series_id), runs, new)
         if new:
             on_new(new)
         after_series()
     with transaction(sessions) as session:
-        row = repo.get(session, evaluation_id, lock=True)
+        row = repo.get_evaluation(session, evaluation_id, lock=True)
         if row is not None and row.state == "running":
             repo.mark_done(row)
 
@@ -91,6 +92,6 @@ def run(sessions: SessionFactory, evaluation_id: int,
 def fail(sessions: SessionFactory, evaluation_id: int, error: str) -> None:
     """The job gave up: the evaluation is `failed` with the reason (what it judged stays)."""
     with transaction(sessions) as session:
-        row = repo.get(session, evaluation_id, lock=True)
+        row = repo.get_evaluation(session, evaluation_id, lock=True)
         if row is not None and row.state != "done":
             repo.mark_failed(row, error)

@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 from collectors.metrics import HIGHER, lookup, threshold_pct
 
 from ..db import Session
-from ..repositories import alerts as alerts_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..stats import history as hstats
-from . import comparisons, history
+from ..usecases import comparisons, history
+from . import queries as alerts_repo
 
 WINDOW_MAX = 600  # runs judged at most; past it the newest WINDOW_KEEP, from a stored level
 WINDOW_KEEP = 300

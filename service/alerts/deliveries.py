@@ -19,8 +19,8 @@ import httpx
 from .. import outbound
 from ..config import Settings
 from ..db import SessionFactory, transaction
-from ..repositories import alerts as repo
-from . import alerts
+from . import lifecycle
+from . import queries as repo
 
 DELIVERY_HEADER = "X-Perfwarden-Delivery"
 log = logging.getLogger("perfwarden.alerts")
@@ -54,7 +54,7 @@ def _out(sessions: SessionFactory, settings: Settings, alert_id: int
          ) -> dict[str, Any] | None:
     with transaction(sessions) as session:
         a = repo.get(session, alert_id)
-        return alerts.to_out(session, [a], settings)[0] if a is not None else None
+        return lifecycle.to_out(session, [a], settings)[0] if a is not None else None
 
 
 def webhook(sessions: SessionFactory, settings: Settings, alert_id: int,
@@ -67,7 +67,7 @@ def webhook(sessions: SessionFactory, settings: Settings, alert_id: int,
     pause("webhook:before_post")
     err, transient = None, False
     try:
-        r = outbound.request("POST", url, settings.delivery_timeout_s, json=alerts.payload(out),
+        r = outbound.request("POST", url, settings.delivery_timeout_s, json=lifecycle.payload(out),
                              headers={"User-Agent": "perfwarden",
                                       DELIVERY_HEADER: delivery_id(alert_id)})
         if not 200 <= r.status_code < 300:
@@ -93,7 +93,7 @@ def github_issue(sessions: SessionFactory, settings: Settings, alert_id: int) ->
     if out is None or out["github_issue"] is not None or not settings.alert_github_repo:
         return
     try:
-        issue, err = alerts.open_issue(settings, out), None
+        issue, err = lifecycle.open_issue(settings, out), None
     except Exception as e:  # noqa: BLE001 - kept on the alert, retried by the queue
         issue, err = None, f"GitHub: {e}"
     with transaction(sessions) as session:

@@ -1,9 +1,10 @@
-"""Alerts raised by change points."""
+"""The alerts' tables: the alerts raised by change points, and the full re-evaluations' progress."""
 from __future__ import annotations
 
 from datetime import datetime
 
 from sqlalchemy import (
+    JSON,
     DateTime,
     Float,
     ForeignKey,
@@ -14,7 +15,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .base import NAME, Base
+from ..models.base import NAME, Base
 
 
 class Alert(Base):
@@ -45,3 +46,24 @@ class Alert(Base):
     webhook_attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     github_issue: Mapped[int | None] = mapped_column(Integer)
     notify_error: Mapped[str | None] = mapped_column(String(1000))
+
+
+class AlertEvaluation(Base):
+    """`POST /api/v1/alerts/evaluate`: every default-branch series of a benchmark (or of all),
+    judged again from its whole history, one series a transaction. `state` is pending, running,
+    done or failed; `done_series` of `total_series` are judged (`last_series`, the series id
+    judged last, is where a retried job goes on), over `runs` runs, raising the alerts `new`."""
+
+    __tablename__ = "alert_evaluations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    benchmark: Mapped[str | None] = mapped_column(String(NAME))  # None: every benchmark
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    total_series: Mapped[int | None] = mapped_column(Integer)
+    done_series: Mapped[int] = mapped_column(Integer, nullable=False)
+    runs: Mapped[int] = mapped_column(Integer, nullable=False)
+    last_series: Mapped[list | None] = mapped_column(JSON)  # [benchmark id, series id]
+    new: Mapped[list] = mapped_column(JSON, nullable=False)
+    error: Mapped[str | None] = mapped_column(String(1000))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
