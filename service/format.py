@@ -15,7 +15,7 @@ from typing import Any
 from collectors.configkeys import READING_ORDER
 from collectors.traces.load import rank_of
 
-from .stats.assess import level_pct as level_pct  # the printed level of alpha, one source
+from .stats.levels import level_pct as level_pct  # the printed level of alpha, one source
 
 KEY_ORDER = READING_ORDER
 _SHORT = {"batch_size": "M"}

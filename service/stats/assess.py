@@ -41,6 +41,7 @@ from scipy import stats
 
 from collectors.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
 
+from .levels import level_pct
 from .robust import Yardstick, far_outside, pooled_sd, yardstick
 
 MIN_BASELINE_RUNS = 3  # runs of a baseline that give the run-to-run spread by themselves
@@ -167,11 +168,6 @@ def _welch_df(vb: float, vc: float, nb: int, nc: int) -> float:
     if vb + vc <= 0 or denom <= 0:
         return float(nb + nc - 2)
     return (vb + vc) ** 2 / denom
-
-
-def level_pct(alpha: float) -> str:
-    """The printed confidence level of a two-sided interval at `alpha` ("95%" at 0.05)."""
-    return f"{100 * (1 - alpha):.4g}%"
 
 
 def _to_scale(means: np.ndarray, center: float, log: bool) -> np.ndarray:
