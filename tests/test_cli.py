@@ -10,6 +10,11 @@ import pytest
 
 from tests.conftest import DATA, ROOT, h200_records
 
+# PostgreSQL copies find nothing more here: the commands reach the server through its API, whose
+# routes and use cases run on both databases in tests/service/; the CLI's own logic knows no
+# database.
+pytestmark = pytest.mark.one_database
+
 PW = [sys.executable, "-m", "service.cli"]
 
 

@@ -14,6 +14,11 @@ import pytest
 
 from tests.conftest import DATA, ROOT, drain_jobs, serve_live
 
+# PostgreSQL copies find nothing more here: `ingest --wait` polls the API; the trace jobs it waits
+# for run on both databases' queues in tests/service/test_jobs.py and
+# tests/journeys/test_trace_upload.py.
+pytestmark = pytest.mark.one_database
+
 PW = [sys.executable, "-m", "service.cli"]
 RECORD = {"benchmark": "waited", "config": {"tp": 1, "batch_size": 4},
           "hardware": {"gpu": "cpu", "gpu_count": 1}, "started_at": "2026-11-30T10:00:00Z",

@@ -17,6 +17,10 @@ from tests.action_runner import load, run_action
 from tests.conftest import ROOT
 from tests.github_standin import TOKEN, FakeGitHub
 
+# PostgreSQL copies find nothing more here: the action's steps are CLI calls against the API,
+# whose routes and use cases run on both databases in tests/service/.
+pytestmark = pytest.mark.one_database
+
 CPU = "--device cpu --batch-sizes 1 --trials 3 --steps 8 --warmup 2 --threads 1"
 COLLECT = f"decode {CPU} --profile torch --profile-steps 2"
 GATE = "--metric kv_capacity_tokens"
@@ -117,7 +121,6 @@ def test_an_unreachable_server_still_posts_a_failed_check(github, tmp_path):
 
 
 @pytest.mark.serial
-@pytest.mark.one_database  # CPU timing: what is judged runs on the node, not in SQL
 def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix(
         live_server, github, tmp_path):
     """The action's defaults as they are (the CPU preset, three runs a commit, `cpu_tok_s` at

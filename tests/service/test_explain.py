@@ -140,6 +140,8 @@ def test_explain_on_the_committed_h200_runs(settings):
 
 
 
+# the same reads as test_explain_on_the_committed_h200_runs, which runs on both databases
+@pytest.mark.one_database
 def test_explain_on_the_committed_h200_capture(settings):
     """The matrix `bench/gpu/h200_explain.sh` makes in one command (data/h200/explain, run twice):
     M=1/4/7/8 x shared-expert order, eager, each cell without and with deterministic mode, a
@@ -313,6 +315,8 @@ def test_levels_are_in_numeric_order():
     assert sorted(["b", 2, "a", 1.5], key=level_key) == [1.5, 2, "a", "b"]
 
 
+# the refresh a trace job queues runs on both databases' queues in dashboards/test_summaries.py
+@pytest.mark.one_database
 def test_a_trace_analyzed_after_the_report_reaches_the_matrix_page(settings, planted):
     """The matrix's runs arrive first and their report is stored; their traces are analyzed
     later: the analysis queues the report's refresh, and the page then shows the trace diff."""
