@@ -122,3 +122,10 @@ cmd_db  # unused function (service/cli/commands/): a command body its parser nam
 cmd_tokens  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
 cmd_seed  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
 LocalJudge  # unused class (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
+database  # unused variable (service/schemas/health.py): a response field
+deleted  # unused variable (service/schemas/runs.py): a response field
+trace_files_removed  # unused variable (service/schemas/runs.py): a response field
+left_baselines  # unused variable (service/schemas/runs.py): a response field
+start_us  # unused variable (service/schemas/traces.py): a response field
+end_us  # unused variable (service/schemas/traces.py): a response field
+total_steps  # unused variable (service/schemas/traces.py): a response field

@@ -252,3 +252,32 @@ def test_config_keys_are_defined_once():
            for n, line in enumerate(p.read_text().splitlines(), 1)
            if spelled.match(line) and any(k in line for k in ('"tp"', '"model"', '"gpu"'))]
     assert bad == []
+
+
+def test_every_answer_is_checked_by_its_response_model():
+    """A route's JSON answer goes through its response model (FastAPI validates and filters
+    it), so what the use case hands back and what the reference documents cannot drift: each
+    route names `response_model`, and none returns a JSONResponse of its own (a status other
+    than the default is set on the response it is given). A 204 and a file download carry no
+    JSON."""
+    routes = [*sorted((ROOT / "service" / "api" / "routes").glob("*.py")),
+              *concept_files("routes")]
+    bad, seen = [], 0
+    for p in routes:
+        tree = ast.parse(p.read_text())
+        bad += [f"{p.relative_to(ROOT)}: JSONResponse" for n in ast.walk(tree)
+                if isinstance(n, ast.Name) and n.id == "JSONResponse"]
+        for f in ast.walk(tree):
+            if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for d in f.decorator_list:
+                if not (isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute)
+                        and d.func.attr in ("get", "post", "put", "patch", "delete")):
+                    continue
+                seen += 1
+                kw = {k.arg: k.value for k in d.keywords}
+                no_json = (isinstance(kw.get("status_code"), ast.Constant)
+                           and kw["status_code"].value == 204) or "FileResponse(" in ast.unparse(f)
+                if "response_model" not in kw and not no_json:
+                    bad.append(f"{p.relative_to(ROOT)}: {f.name} has no response_model")
+    assert seen >= 25 and bad == []

@@ -1,6 +1,6 @@
 """API input and output schemas (pydantic), one module per resource, separate from the ORM models and
 the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and compare),
-experiments.py, attribution.py, history.py, explain.py, curations.py (the alerts' in
+experiments.py, attribution.py, history.py, explain.py, curations.py, health.py (the alerts' in
 service/alerts/schemas.py); common.py (shared
 field types, the one error body, query-string parsers)."""
 from .attribution import AttributionOut, FactorOut
@@ -39,6 +39,7 @@ from .gate import (
     TraceBrief,
     TraceEvidence,
 )
+from .health import HealthOut
 from .history import (
     ChangePointOut,
     ChangePointsOut,
@@ -56,6 +57,7 @@ from .runs import (
     RunBatchCreated,
     RunBatchIn,
     RunCreated,
+    RunDeleted,
     RunIn,
     RunList,
     RunOut,
@@ -63,7 +65,7 @@ from .runs import (
     TraceRef,
     TraceState,
 )
-from .traces import StagedTraceOut, TraceOut
+from .traces import StagedTraceOut, TimelineOut, TraceOut
 
 __all__ = [
     'CurationIn', 'CurationList', 'CurationOut',
@@ -71,7 +73,7 @@ __all__ = [
     'finite_number', 'Sample', 'RunId', 'ErrorBody', 'ErrorOut', 'parse_run_ids', 'parse_vary',
     'parse_thresholds', 'MetricIn', 'ExperimentTag', 'BisectTag', 'RUN_EXTRAS', 'RunIn',
     'RunCreated', 'RunBatchIn', 'StagedTraceRef', 'StagedTraceOut', 'RunBatchCreated', 'MetricOut',
-    'TraceState', 'TraceRef',
+    'TraceState', 'TraceRef', 'RunDeleted', 'TimelineOut', 'HealthOut',
     'RunOut', 'RunList', 'BaselineIn', 'BaselineMove', 'BaselineOut', 'BaselineList', 'GateIn',
     'SideStats', 'MetricVerdict', 'GateOut', 'RunBrief', 'RunSamples', 'Distribution',
     'TraceBrief', 'CompareOut', 'Cause', 'FigureChange', 'TraceEvidence',

@@ -169,6 +169,16 @@ class RunBatchCreated(BaseModel):
     ids: list[int]
 
 
+class RunDeleted(BaseModel):
+    """`DELETE /api/v1/runs/{id}`: the run is gone, with the trace files no other run shares and
+    the baselines that held it (`force`)."""
+
+    id: int
+    deleted: bool
+    trace_files_removed: int
+    left_baselines: list[str]
+
+
 class MetricOut(BaseModel):
     unit: str
     direction: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from ...schemas import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from ...usecases import baselines
@@ -22,8 +22,7 @@ Name = Annotated[str, Path(min_length=1, max_length=200)]
 @router.post("/baselines", status_code=201, response_model=BaselineOut,
              dependencies=[AdminAccess], responses=errors(400, 401, 403, 404, 413, 415, 422, 409, 507))
 def create_baseline(body: BaselineIn, session: SessionDep):
-    return JSONResponse(baselines.create(session, body.name, body.benchmark, body.run_ids),
-                        status_code=201)
+    return baselines.create(session, body.name, body.benchmark, body.run_ids)
 
 
 @router.put("/baselines/{benchmark}/{name}", response_model=BaselineOut,

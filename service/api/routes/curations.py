@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
-from fastapi.responses import JSONResponse
 
 from ...schemas import CurationIn, CurationList, CurationOut
 from ...usecases import curations
@@ -22,7 +21,7 @@ def create_curation(benchmark: Name, body: CurationIn, session: SessionDep, who:
     """Mark an expected change point of a series' metric (`kind: expected`, `run_id`: the new
     level's first run) or mute the metric of the series (`kind: mute`, `expires_at`); `note`
     says why. Who and when are stored with it."""
-    return JSONResponse(curations.create(session, benchmark, body, who.name), status_code=201)
+    return curations.create(session, benchmark, body, who.name)
 
 
 @router.get("/benchmarks/{benchmark}/curations", response_model=CurationList,

@@ -5,13 +5,14 @@ from fastapi import APIRouter
 
 from ... import migrate
 from ...errors import Unavailable
+from ...schemas import HealthOut
 from ...version import VERSION
 from ..deps import SessionDep, errors
 
 router = APIRouter(tags=["meta"])
 
 
-@router.get("/api/v1/health", responses=errors(503))
+@router.get("/api/v1/health", response_model=HealthOut, responses=errors(503))
 def health(session: SessionDep) -> dict:
     """200 with the revision when migrated; 503 in the one error shape otherwise."""
     rev = migrate.revision_of(session.connection())

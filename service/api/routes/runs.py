@@ -5,14 +5,13 @@ import logging
 from datetime import datetime
 from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from ...errors import Invalid, from_validation
 from ...jobs import tasks
-from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunIn, RunList, RunOut
+from ...schemas import RunBatchCreated, RunBatchIn, RunCreated, RunDeleted, RunIn, RunList, RunOut
 from ...usecases import ingest, runs, uploads
 from ..deps import (
     AdminAccess,
@@ -51,7 +50,7 @@ def _parse(model: type[M], body: bytes) -> M:
     **errors(400, 401, 403, 404, 413, 415, 422, 409, 507)}, dependencies=[IngestAccess],
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/RunIn"}}}}})
-async def create_run(request: Request, sessions: SessionsDep):
+async def create_run(request: Request, response: Response, sessions: SessionsDep):
     """Store a run record (spec/api.md). Nothing is stored from a rejected request."""
     s = request.app.state.settings
     run = _parse(RunIn, await read_capped(request, s.max_body_bytes, "run record"))
@@ -59,14 +58,15 @@ async def create_run(request: Request, sessions: SessionsDep):
     run_id, created = await run_in_threadpool(ingest.store_run, sessions, run)
     if created:
         await run_in_threadpool(_after_ingest, request, [run], [run_id])
-    return JSONResponse({"id": run_id}, status_code=201 if created else 200)
+    response.status_code = 201 if created else 200
+    return RunCreated(id=run_id)
 
 
 @router.post("/runs/batch", status_code=201, response_model=RunBatchCreated,
              responses=errors(400, 401, 403, 404, 413, 415, 422, 409, 507), dependencies=[IngestAccess],
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": {"$ref": "#/components/schemas/RunBatchIn"}}}}})
-async def create_runs(request: Request, sessions: SessionsDep):
+async def create_runs(request: Request, response: Response, sessions: SessionsDep):
     """Store many run records at once: all or nothing, one transaction; `422` names the record
     index and field. A record already stored (same idempotency key and body) gives its id.
     `traces` (one list per run) attaches files staged by `POST /api/v1/traces/stage` in the
@@ -85,7 +85,8 @@ async def create_runs(request: Request, sessions: SessionsDep):
             await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, trace_id)
     if created:
         await run_in_threadpool(_after_ingest, request, batch.runs, ids)
-    return JSONResponse({"ids": ids}, status_code=201 if created else 200)
+    response.status_code = 201 if created else 200
+    return RunBatchCreated(ids=ids)
 
 
 def _after_ingest(request: Request, records: list[RunIn], ids: list[int]) -> None:
@@ -132,7 +133,8 @@ def get_run(run_id: Id, session: SessionDep):
     return runs.get(session, run_id)
 
 
-@router.delete("/runs/{run_id}", dependencies=[AdminAccess], responses=errors(401, 403, 404, 409, 422, 507))
+@router.delete("/runs/{run_id}", response_model=RunDeleted, dependencies=[AdminAccess],
+               responses=errors(401, 403, 404, 409, 422, 507))
 def delete_run(run_id: Id, sessions: SessionsDep, settings: SettingsDep, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
     return runs.delete(sessions, settings.data_dir, run_id, force)

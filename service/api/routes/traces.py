@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse
 
 from ...jobs import tasks
 from ...sandbox import Sandbox
-from ...schemas import StagedTraceOut, TraceOut
+from ...schemas import StagedTraceOut, TimelineOut, TraceOut
 from ...traces import intake
 from ...usecases import traces, uploads
 from ..deps import IngestAccess, ReadAccess, SessionDep, SessionsDep, SettingsDep, errors, principal
@@ -24,7 +24,7 @@ Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
                  **errors(400, 401, 403, 404, 413, 415, 422, 409, 507)},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
-async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
+async def upload_trace(run_id: Id, request: Request, response: Response, sessions: SessionsDep,
                        filename: Annotated[str | None, Query(max_length=1000)] = None,
                        set_size: Annotated[int, Query(ge=1, le=1024)] = 1):
     """Stream a trace file to content-addressed storage and attach it: `202` with `state`
@@ -43,7 +43,8 @@ async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
                                            run_id, tmp, name, sha, size, set_size)
     if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
         await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
-    return JSONResponse(out, status_code=202 if created else 200)
+    response.status_code = 202 if created else 200
+    return out
 
 
 @router.post("/traces/stage", status_code=201, response_model=StagedTraceOut,
@@ -52,7 +53,7 @@ async def upload_trace(run_id: Id, request: Request, sessions: SessionsDep,
                  **errors(400, 401, 403, 404, 413, 415, 422, 507)},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
-async def stage_trace(request: Request,
+async def stage_trace(request: Request, response: Response,
                       filename: Annotated[str | None, Query(max_length=1000)] = None):
     """Stream a trace file to the server before its run exists; a run batch then names it by
     its `sha256` (`traces` of `POST /api/v1/runs/batch`) and the runs and their traces are
@@ -66,7 +67,8 @@ async def stage_trace(request: Request,
     out, created = await run_in_threadpool(
         uploads.stage, s.data_dir, tmp, name, sha, size, getattr(who, "name", None) or "anonymous",
         (s.max_staged_bytes, s.max_staged_bytes_per_token))
-    return JSONResponse(out, status_code=201 if created else 200)
+    response.status_code = 201 if created else 200
+    return out
 
 
 @router.get("/traces/{trace_id}", dependencies=[ReadAccess], responses={
@@ -76,7 +78,8 @@ def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
     return FileResponse(path, filename=filename, media_type="application/octet-stream")
 
 
-@router.get("/traces/{trace_id}/timeline", dependencies=[ReadAccess], responses=errors(401, 404, 422, 503))
+@router.get("/traces/{trace_id}/timeline", response_model=TimelineOut, dependencies=[ReadAccess],
+            responses=errors(401, 404, 422, 503))
 async def trace_timeline(trace_id: Id, sessions: SessionsDep, s: SettingsDep,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
     """Per-stream op intervals of a few decode steps (us from the first step's start), parsed
