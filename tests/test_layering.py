@@ -127,10 +127,11 @@ def test_use_cases_import_no_cycle_and_comparisons_is_the_one_matcher():
 
 # Only repositories, migrations and the composition root touch SQLAlchemy and the ORM models
 # (who may import whom). The composition root: the app factory, the engine and
-# sessions, the migration runner, the request dependencies, and the job queue backends (they
-# hold the queue's own tables and connections).
+# sessions, the migration runner, the request dependencies, the job queue backends (they
+# hold the queue's own tables and connections), and the commands that serve or migrate.
 COMPOSITION_ROOT = ("service/main.py", "service/db.py", "service/migrate.py", "service/api/deps.py",
-                    "service/jobs/", "service/cli/commands/server.py")
+                    "service/jobs/", "service/cli/commands/server.py",
+                    "service/cli/commands/database.py")
 
 
 def runtime_imports(path: Path) -> set[str]:

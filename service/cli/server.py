@@ -1,5 +1,6 @@
 """Server-side commands: `serve`, `worker` (the durable jobs of service/jobs), `db` (Alembic),
-`tokens`, `seed`. Their bodies: commands/server.py."""
+`tokens`, `seed`. Their bodies: commands/server.py (serve, worker),
+commands/database.py (db, tokens) and commands/seed.py."""
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,7 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     d = dsub.add_parser("downgrade")
     d.add_argument("rev")
     dsub.add_parser("current")
-    p.set_defaults(func=command("server", "cmd_db"))
+    p.set_defaults(func=command("database", "cmd_db"))
 
     p = sub.add_parser("tokens", help="API tokens")
     tsub = p.add_subparsers(dest="tokens_cmd", required=True)
@@ -50,8 +51,8 @@ def add_server(sub: argparse._SubParsersAction) -> None:
     r = tsub.add_parser("revoke")
     r.add_argument("--name", required=True)
     tsub.add_parser("list")
-    p.set_defaults(func=command("server", "cmd_tokens"))
+    p.set_defaults(func=command("database", "cmd_tokens"))
 
     p = sub.add_parser("seed", help="load run records (and their traces) from a folder")
     p.add_argument("dir")
-    p.set_defaults(func=command("server", "cmd_seed"))
+    p.set_defaults(func=command("seed", "cmd_seed"))

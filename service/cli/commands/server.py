@@ -1,6 +1,5 @@
-"""The server-side commands' bodies: `serve` (the API, its worker processes and the reads server,
-each dying with the process that started it), `worker` (the durable jobs of service/jobs), `db`
-(Alembic), `tokens`, `seed`."""
+"""The server's commands' bodies: `serve` (the API, its worker processes and the reads server,
+each dying with the process that started it) and `worker` (the durable jobs of service/jobs)."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +14,8 @@ from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
-from sqlalchemy.exc import SQLAlchemyError
 
-from collectors.errors import EXIT_ERROR, CliError
+from collectors.errors import CliError
 from collectors.forked import die_with_parent
 
 from ... import serving
@@ -25,8 +23,8 @@ from ...config import Settings
 from ...db import make_engine, session_factory, transaction
 from ...jobs import worker
 from ...main import create_app
-from ...migrate import current, downgrade, head, upgrade
-from ...seed import seed, seed_if_empty
+from ...migrate import current, head, upgrade
+from ...seed import seed_if_empty
 from ...traces.storage import sweep_leftovers
 from ...usecases import tokens
 from ..common import redact
@@ -181,54 +179,3 @@ def _writes_open(s: Settings) -> str:
     finally:
         engine.dispose()
     return "closed (a token exists)" if ever else "open (loopback, no token yet)"
-
-
-def cmd_db(args: argparse.Namespace) -> int:
-    s = settings()
-    try:
-        if args.db_cmd == "upgrade":
-            upgrade(s.database_url, args.rev)
-        elif args.db_cmd == "downgrade":
-            downgrade(s.database_url, args.rev)
-        cur = current(s.database_url)
-    except SQLAlchemyError as e:
-        raise CliError(f"database: {str(e).splitlines()[0]}") from None
-    except Exception as e:  # noqa: BLE001 - alembic's own errors (unknown revision, ...)
-        raise CliError(f"migration: {str(e).splitlines()[0]}") from None
-    print(f"{cur or 'base'}{' (head)' if cur == head() else ''}")
-    return 0
-
-
-def cmd_tokens(args: argparse.Namespace) -> int:
-    s = settings()
-    if s.is_sqlite:
-        upgrade(s.database_url)
-    sessions = session_factory(make_engine(s.database_url))
-    with transaction(sessions) as session:
-        if args.tokens_cmd == "create":
-            try:
-                token = tokens.create(session, args.name, args.scope, args.benchmark)
-            except ValueError as e:
-                raise CliError(f"tokens create: {e}") from None
-            print(token)
-            only = f" for {', '.join(sorted(set(args.benchmark)))}" if args.benchmark else ""
-            print(f"token {args.name!r} ({args.scope}{only}) created; it is shown only once",
-                  file=sys.stderr)
-        elif args.tokens_cmd == "revoke":
-            n = tokens.revoke(session, args.name)
-            print(f"revoked {n} token(s) named {args.name!r}", file=sys.stderr)
-            if not n:
-                return EXIT_ERROR
-        else:
-            for t in tokens.list_all(session):
-                print(f"{t.id}\t{t.name}\t{t.scope}\t{'revoked' if t.revoked else 'active'}\t"
-                      f"{t.created_at:%Y-%m-%dT%H:%M:%SZ}\t{','.join(t.benchmarks or []) or '*'}")
-    return 0
-
-
-def cmd_seed(args: argparse.Namespace) -> int:
-    s = settings()
-    upgrade(s.database_url)
-    n = seed(s, args.dir, progress=True)
-    print(f"stored {n} run(s) from {args.dir}", file=sys.stderr)
-    return 0
