@@ -13,25 +13,37 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def seeded_once(tmp_path_factory, migrated):
-    """The committed H200 runs seeded into a SQLite database once per module, their durable jobs
-    (trace analyses, alert evaluations, summaries) run: each test starts from a copy of it."""
+    """The committed H200 runs seeded into a SQLite database, their durable jobs (trace
+    analyses, alert evaluations, summaries) run: once per test run, under a lock, for every
+    module and every worker of the run; each test starts from a copy of it."""
+    import fcntl
+
     from service.config import Settings
     from service.db import make_engine, session_factory
     from service.jobs.worker import drain
     from service.seed import seed
 
-    folder = tmp_path_factory.mktemp("seeded")
-    url = f"sqlite:///{folder / 'perfwarden.db'}"
-    migrated(url)
-    settings = Settings(database_url=url, data_dir=folder / "data", bind_host="127.0.0.1")
-    # 68 + the A/B processes (24), the two experiments (36), the shared-expert PR's matrix (24),
-    # the explain matrix made twice (32) and the two decisions in GPU time (22)
-    assert seed(settings, H200) == 220
-    engine = make_engine(url)
-    drain(settings, session_factory(engine), timeout_s=300)
-    engine.dispose()
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's, shared
+    folder = run / "h200-seeded"
+    with open(run / "h200-seeded.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker seeds, the others wait for it
+        if not (folder / "complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            url = f"sqlite:///{folder / 'perfwarden.db'}"
+            migrated(url)
+            settings = Settings(database_url=url, data_dir=folder / "data",
+                                bind_host="127.0.0.1")
+            # 68 + the A/B processes (24), the two experiments (36), the shared-expert PR's
+            # matrix (24), the explain matrix made twice (32), the two decisions in GPU time (22)
+            assert seed(settings, H200) == 220
+            engine = make_engine(url)
+            drain(settings, session_factory(engine), timeout_s=300)
+            engine.dispose()
+            (folder / "complete").touch()
     return folder
 
 
