@@ -3,6 +3,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 import service.alerts.tables  # noqa: F401 - the alerts' tables join Base.metadata
+import service.baselines.tables  # noqa: F401 - and the baselines'
 from service.config import Settings
 from service.models import Base
 

@@ -22,7 +22,6 @@ from .api.hosts import Hosts
 from .api.lanes import Lanes
 from .api.routes import (
     attribution,
-    baselines,
     benchmarks,
     curations,
     experiments,
@@ -33,6 +32,7 @@ from .api.routes import (
     runs,
     traces,
 )
+from .baselines import routes as baselines
 from .config import Settings
 from .db import make_engine, session_factory
 from .errors import (

@@ -9,12 +9,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .alerts import lifecycle
+from .baselines import named as baselines
 from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .jobs import open_queue, tasks
 from .schemas import RunIn
-from .usecases import baselines, ingest, runs, summaries, traces
+from .usecases import ingest, runs, summaries, traces
 
 BASELINES_FILE = "baselines.json"
 

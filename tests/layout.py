@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CONCEPTS = ("alerts",)  # folders under service/
+CONCEPTS = ("alerts", "baselines")  # folders under service/
 BY_NAME = {"routes.py": "routes", "schemas.py": "schemas", "tables.py": "models",
            "queries.py": "repositories", "__init__.py": "package"}
 BY_FOLDER = {"service/usecases/": "usecases", "service/repositories/": "repositories",

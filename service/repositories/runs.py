@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from collectors.metrics import lookup
 
+from ..baselines.tables import Baseline
 from ..errors import NotFound
 from ..models import (
-    Baseline,
     Benchmark,
     BenchmarkCount,
     MetricDef,

@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session, aliased
 
-from ..models import Baseline, Benchmark, BenchmarkCount, Curation, Run, RunMetric, Series, TraceFile
+from ..baselines.tables import Baseline
+from ..models import Benchmark, BenchmarkCount, Curation, Run, RunMetric, Series, TraceFile
 from .runs import counted, filter_runs
 
 

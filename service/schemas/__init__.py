@@ -1,10 +1,9 @@
 """API input and output schemas (pydantic), one module per resource, separate from the ORM models and
-the analysis data: runs.py, traces.py, baselines.py, benchmarks.py, gate.py (the gate and compare),
-experiments.py, attribution.py, history.py, explain.py, curations.py, health.py (the alerts' in
-service/alerts/schemas.py); common.py (shared
+the analysis data: runs.py, traces.py, benchmarks.py, gate.py (the gate and compare),
+experiments.py, attribution.py, history.py, explain.py, curations.py, health.py (the alerts' and the
+baselines' in their own folders); common.py (shared
 field types, the one error body, query-string parsers)."""
 from .attribution import AttributionOut, FactorOut
-from .baselines import BaselineIn, BaselineList, BaselineMove, BaselineOut
 from .benchmarks import BenchmarkList, BenchmarkPatch, BenchmarkSummary
 from .common import (
     FIXED_SERIES_KEYS,
@@ -74,7 +73,7 @@ __all__ = [
     'parse_thresholds', 'MetricIn', 'ExperimentTag', 'BisectTag', 'RUN_EXTRAS', 'RunIn',
     'RunCreated', 'RunBatchIn', 'StagedTraceRef', 'StagedTraceOut', 'RunBatchCreated', 'MetricOut',
     'TraceState', 'TraceRef', 'RunDeleted', 'TimelineOut', 'HealthOut',
-    'RunOut', 'RunList', 'BaselineIn', 'BaselineMove', 'BaselineOut', 'BaselineList', 'GateIn',
+    'RunOut', 'RunList', 'GateIn',
     'SideStats', 'MetricVerdict', 'GateOut', 'RunBrief', 'RunSamples', 'Distribution',
     'TraceBrief', 'CompareOut', 'Cause', 'FigureChange', 'TraceEvidence',
     'ChangePointOut', 'SeriesChangePoints', 'ChangePointsOut',

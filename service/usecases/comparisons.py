@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from collectors.configkeys import IDENTITY_KEYS
 from collectors.metrics import EVIDENCE, GATE, UNKNOWN_THRESHOLD_PCT, latency_family, lookup, role_of
 
+from ..baselines import named as baselines
 from ..db import Session
 from ..errors import Invalid, NotFound
 from ..repositories import plans as plans_repo
@@ -24,7 +25,7 @@ from ..repositories.runs import RunKey
 from ..schemas import FIXED_SERIES_KEYS, GateIn
 from ..stats.blocked import assess_blocks, look_alpha
 from ..stats.gate import Comparison, Judgement, judge
-from . import baselines, curations, history
+from . import curations, history
 from .unknown import check_unknown, knows, unvaried
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ from typing import Any, NotRequired, Protocol, TypedDict
 from collectors.metrics import threshold_pct
 
 from .. import readcache
+from ..baselines import named as baselines
 from ..db import Session
 from ..errors import NotFound
 from ..repositories import history as hist_repo
@@ -21,7 +22,6 @@ from ..repositories import series as series_repo
 from ..repositories import summaries as summary_repo
 from ..schemas import ChangePointOut, ChangePointsOut, NoiseOut, NoiseRow, SeriesChangePoints
 from ..stats import history as hstats
-from . import baselines
 
 DEFAULT_BRANCH = "main"
 CHANGES = "changepoints"  # the stored summary of a metric's change points (usecases/summaries)

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import readcache
+from ..baselines import queries as baseline_repo
 from ..db import Session
 from ..errors import DomainError
-from ..repositories import baselines as baseline_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..repositories import summaries as summary_repo

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from .. import readcache
+from ..baselines import queries as baseline_repo
 from ..db import Session
 from ..errors import NotFound
-from ..repositories import baselines as baseline_repo
 from ..repositories import history as hist_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo

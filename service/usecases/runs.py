@@ -7,10 +7,10 @@ from typing import Any
 
 from collectors.traces.summary import valid as valid_summary
 
+from ..baselines import queries as baselines_repo
 from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
-from ..repositories import baselines as baselines_repo
 from ..repositories import runs as runs_repo
 from ..repositories import series as series_repo
 from ..sandbox import Sandbox

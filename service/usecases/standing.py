@@ -10,11 +10,11 @@ from typing import Any
 
 from collectors.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
 
+from ..baselines import queries as baseline_repo
 from ..db import Session
 from ..errors import DomainError
 from ..evidence import evidence
 from ..format import series_label
-from ..repositories import baselines as baseline_repo
 from ..repositories import curations as curation_repo
 from ..repositories import runs as runs_repo
 from ..repositories import summaries as summary_repo

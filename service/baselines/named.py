@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ..db import Session
 from ..errors import Invalid, NotFound
-from ..repositories import baselines as repo
 from ..repositories import runs as runs_repo
+from . import queries as repo
 
 COMMIT_MIN = 7
 

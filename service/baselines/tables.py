@@ -13,8 +13,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from .base import NAME, Base
-from .benchmarks import Benchmark
+from ..models.base import NAME, Base
+from ..models.benchmarks import Benchmark
 
 
 class Baseline(Base):

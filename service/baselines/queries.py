@@ -1,5 +1,5 @@
 """Named baselines (run sets per benchmark) with their history. Queries only: resolving a
-baseline reference is a use case (service/usecases/baselines.py)."""
+baseline reference is a use case (named.py)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -9,8 +9,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Baseline, BaselineHistory, Run
-from .runs import benchmark, benchmark_id, utc
+from ..models import Run
+from ..repositories.runs import benchmark, benchmark_id, utc
+from .tables import Baseline, BaselineHistory
 
 
 def _check_runs(session: Session, bench_id: int, run_ids: list[int]) -> list[int]:

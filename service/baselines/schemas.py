@@ -10,7 +10,7 @@ from pydantic import (
     field_validator,
 )
 
-from .common import Name, RunId
+from ..schemas.common import Name, RunId
 
 
 class BaselineIn(BaseModel):
