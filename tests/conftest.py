@@ -238,3 +238,15 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_sessionstart(session):
+    """The service's modules imported once, then frozen out of the garbage collector's walk, as
+    a server process does once started (service/serving.py, settle): statsmodels' Holm
+    correction runs a full collection on every call, and a test process holds more objects
+    than a server."""
+    import service.main  # noqa: F401 - every module the app imports
+    import service.stats.attribution  # noqa: F401 - statsmodels
+    from service.serving import settle
+
+    settle()

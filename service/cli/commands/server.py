@@ -75,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         port=args.port, workers=args.workers, log_level="warning",
                         **slow_clients)
         else:
-            uvicorn.run(create_app(s), host=args.host, port=args.port, log_level="warning",
+            uvicorn.run(_settled(create_app(s)), host=args.host, port=args.port, log_level="warning",
                         **slow_clients)
     finally:
         if reads is not None:
@@ -144,14 +144,21 @@ def run_reads() -> None:
         uvicorn.run("service.cli.commands.server:worker_app", factory=True, uds=sock, workers=workers,
                     log_level="warning", **serving.options(s))
     else:
-        uvicorn.run(create_app(s), uds=sock, log_level="warning", **serving.options(s))
+        uvicorn.run(_settled(create_app(s)), uds=sock, log_level="warning", **serving.options(s))
 
 
 def worker_app() -> FastAPI:
     """The app of one of `serve --workers N`'s processes, which dies with the process that
     started it (a supervisor killed with SIGKILL leaves no worker holding the port)."""
     die_with_parent(int(os.environ.get(SUPERVISOR_ENV, os.getppid())))
-    return create_app()
+    return _settled(create_app())
+
+
+def _settled(app: FastAPI) -> FastAPI:
+    """The app, its process's startup objects frozen out of the collector's walk
+    (serving.settle)."""
+    serving.settle()
+    return app
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -163,6 +170,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
           file=sys.stderr)
     engine = make_engine(s.database_url)
     try:
+        serving.settle()
         worker.run(s, session_factory(engine), wait=not args.drain)
     finally:
         engine.dispose()
