@@ -7,5 +7,6 @@ evidence names a slowed kernel), service_load.py (ingest and gate under a large 
 service_reads.py (the heaviest reads and the gate beside them at 10^5 and 10^6 runs),
 dashboard_speed.py and dashboard_pages.py (page times), cpu_preset.py (the CPU preset's spread
 and what the gate makes of it), busy_cores.py (a sandboxed parse's time at the lowest CPU
-priority and at the caller's, beside busy cores); gpu/ holds the H200 batch scripts, wrk/ the
+priority and at the caller's, beside busy cores), settle.py (a settled server process against an
+unsettled one: a Holm correction and GET /api/v1/explain); gpu/ holds the H200 batch scripts, wrk/ the
 load generator's script."""
