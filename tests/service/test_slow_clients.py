@@ -14,7 +14,9 @@ import pytest
 
 from tests.conftest import minimal_run
 
-pytestmark = pytest.mark.serial  # it measures time: alone, never beside another test
+# it measures time: alone, never beside another test; and on SQLite alone: connections, headers,
+# bodies and the Host allow-list are the HTTP layer's, the same over either database
+pytestmark = [pytest.mark.serial, pytest.mark.one_database]
 
 
 def _app(settings, **over):

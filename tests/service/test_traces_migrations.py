@@ -160,6 +160,7 @@ def test_trace_for_missing_run(client):
 
 
 @pytest.mark.serial
+@pytest.mark.one_database  # the pace is the upload's intake, before any row is written
 @pytest.mark.parametrize("mb_s", [4.0, 0.0])
 def test_uploads_into_one_process_share_its_pace(settings, mb_s):
     """PERFWARDEN_UPLOAD_MB_S: the uploads into one API process share the rate (each piece of
