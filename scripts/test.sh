@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # The whole test suite: SQLite and PostgreSQL (127.0.0.1:5432, user postgres), headless Chromium.
-# Two parts: the tests that do not measure time on PYTEST_WORKERS workers (default 2, a test file
-# to each), then those marked `serial` (they measure time or CPU) alone; each names its slowest.
+# Three parts, each naming its slowest: the tests that measure no time on PYTEST_WORKERS workers
+# (default 2, a test file to each); those marked `cpu_time` (they judge the CPU time of one-thread
+# processes, which a second such test on the other core leaves alone) two at once; those marked
+# `serial` (they measure wall-clock time) alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+part() {  # pytest's exit status, with 5 (none of the tests asked for is in this part) as 0
+  local rc=0
+  .venv/bin/python -m pytest -q "$@" || rc=$?
+  [ "$rc" -eq 5 ] && rc=0
+  return "$rc"
+}
 status=0
-.venv/bin/python -m pytest -q -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=30 -m "not serial" "$@" \
+part -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=30 -m "not serial and not cpu_time" "$@" \
   || status=$?
-[ "$status" -eq 5 ] && status=0  # nothing of the parallel part among the tests asked for
 rc=0
-.venv/bin/python -m pytest -q --durations=15 -m serial "$@" || rc=$?
-[ "$rc" -eq 5 ] && rc=0
-[ "$status" -ne 0 ] && exit "$status"
-exit "$rc"
+part -n 2 --dist load --durations=10 -m cpu_time "$@" || rc=$?
+[ "$status" -eq 0 ] && status=$rc
+rc=0
+part --durations=15 -m serial "$@" || rc=$?
+[ "$status" -eq 0 ] && status=$rc
+exit "$status"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.test_cli import run
 
-pytestmark = pytest.mark.serial  # it measures time: alone, never beside another test
+pytestmark = pytest.mark.cpu_time  # it judges CPU time of one-thread processes: one test a core
 
 DECODE = (f"{sys.executable} -m collectors collect decode --device cpu --trials 3 --steps 32 "
           "--warmup 2 --threads 1 --quiet --out {out}")

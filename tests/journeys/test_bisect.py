@@ -38,7 +38,7 @@ def make_repo(repo: Path) -> list[str]:
     return shas
 
 
-@pytest.mark.serial  # CPU timing: what bisect judges is the collect runs' tok/s
+@pytest.mark.cpu_time  # what bisect judges is the one-thread collect runs' cpu_tok_s
 def test_bisect_names_the_commit_that_planted_extra_work(served, tmp_path):
     repo = tmp_path / "engine"
     shas = make_repo(repo)

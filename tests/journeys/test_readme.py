@@ -32,7 +32,7 @@ def test_two_commands_come_first_and_the_readme_stays_short():
             assert (ROOT / link).exists(), link
 
 
-@pytest.mark.serial  # CPU timing: the tour judges its own collect runs' tok/s
+@pytest.mark.cpu_time  # the tour judges its own one-thread collect runs' cpu_tok_s
 def test_the_tour_runs_as_written(tmp_path):
     script = _block_after("## A five-minute tour on a CPU")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
