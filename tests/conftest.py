@@ -36,13 +36,16 @@ def pg_ok() -> bool:
     return ok
 
 
-def new_pg_database() -> tuple[str, callable]:
+def new_pg_database(create: bool = True) -> tuple[str, callable]:
+    """A database name of its own and its drop; created empty unless `create` is off (the
+    caller makes it, e.g. as a copy of the migrated template)."""
     import psycopg
 
     name = f"pw_test_{uuid.uuid4().hex[:10]}"
     admin = PG_ADMIN.replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as con:
-        con.execute(f'CREATE DATABASE "{name}"')
+    if create:
+        with psycopg.connect(admin, autocommit=True) as con:
+            con.execute(f'CREATE DATABASE "{name}"')
 
     def drop():
         with psycopg.connect(admin, autocommit=True) as con:
@@ -58,7 +61,9 @@ def db_url(request, tmp_path, pg_ok):
         return
     if not pg_ok:
         pytest.skip("PostgreSQL not available")
-    url, drop = new_pg_database()
+    # a test with `settings` gets its database as a copy of the migrated template: making an
+    # empty one first would cost a quarter of a second for nothing
+    url, drop = new_pg_database(create="settings" not in request.fixturenames)
     try:
         yield url
     finally:
@@ -91,6 +96,9 @@ def migrated(pg_ok, tmp_path_factory):
         with psycopg.connect(PG_ADMIN.replace("+psycopg", ""), autocommit=True) as con:
             con.execute(f'DROP DATABASE IF EXISTS "{name}"')
             con.execute(f'CREATE DATABASE "{name}" TEMPLATE "{tmpl}"')
+            # a test database outlives no crash of the server: its commits need not wait for
+            # the disk (what a commit makes visible is the same)
+            con.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
 
     yield clone
     if drop:
