@@ -61,9 +61,8 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
     repo_root = root
     while repo_root != repo_root.parent and not (repo_root / "data").is_dir():
         repo_root = repo_root.parent
-    sessions = session_factory(make_engine(settings.database_url))
     items = _records(root)
-    stored = 0
+    checked = []  # every record and trace path first: a bad one refuses the folder, none stored
     for i, (f, rec) in enumerate(items, 1):
         files = rec.pop("trace_files", [])
         rec.setdefault("idempotency_key", f"seed:{f.relative_to(root)}:{rec['config'].get('batch_size', i)}:"
@@ -72,7 +71,10 @@ def seed(settings: Settings, directory: str | Path, progress: bool = False) -> i
             run = RunIn.model_validate(rec)
         except ValidationError as e:
             raise Invalid(f"{f}: {from_validation(e).message}") from None
-        paths = [_inside(root, f, repo_root, tf) for tf in files]
+        checked.append((run, [_inside(root, f, repo_root, tf) for tf in files]))
+    sessions = session_factory(make_engine(settings.database_url))
+    stored = 0
+    for i, (run, paths) in enumerate(checked, 1):
         run_id, created = ingest.store_run(sessions, run)
         stored += created
         for path in paths if created else []:

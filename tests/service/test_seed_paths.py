@@ -1,5 +1,6 @@
 """`perfwarden seed DIR` reads only inside DIR: a record naming a trace by an absolute path, a
-`..`, or a link that leads out of the folder is refused with one line, and no run is stored."""
+`..`, or a link that leads out of the folder is refused with one line, and no run is stored
+(nor the folder's records before it)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ def _seed(folder: Path, url: str, data: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.one_database  # refused while reading the folder, before the database is opened
 @pytest.mark.parametrize("name", ["/etc/passwd", "../outside/t.json.gz", "traces/link.json.gz"])
 def test_a_trace_outside_the_seed_folder_is_refused(settings, tmp_path, name):
     outside = tmp_path / "outside"
@@ -31,7 +33,9 @@ def test_a_trace_outside_the_seed_folder_is_refused(settings, tmp_path, name):
     folder = tmp_path / "seed"
     (folder / "traces").mkdir(parents=True)
     (folder / "traces" / "link.json.gz").symlink_to(outside / "t.json.gz")
-    (folder / "runs.json").write_text(json.dumps([{**minimal_run(), "trace_files": [name]}]))
+    # the bad record second: the first, valid, is not stored either
+    (folder / "runs.json").write_text(json.dumps([minimal_run(label="fine"),
+                                                  {**minimal_run(), "trace_files": [name]}]))
     r = _seed(folder, settings.database_url, tmp_path / "data")
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
