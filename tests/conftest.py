@@ -252,7 +252,9 @@ def pytest_sessionstart(session):
     """The service's modules imported once, then frozen out of the garbage collector's walk, as
     a server process does once started (service/serving.py, settle): statsmodels' Holm
     correction runs a full collection on every call, and a test process holds more objects
-    than a server."""
+    than a server. pytest-xdist's controller runs no test: it starts its workers at once."""
+    if session.config.getoption("numprocesses", None) and not hasattr(session.config, "workerinput"):
+        return
     import service.main  # noqa: F401 - every module the app imports
     import service.stats.attribution  # noqa: F401 - statsmodels
     from service.serving import settle
