@@ -169,3 +169,18 @@ def test_traces_uploaded_one_by_one_are_the_runs_own_set(client, settings):
     s = run["trace_summary"]
     assert f"{s['steps']} decode · {s['prefill_steps']} prefill" in steps
     assert not (settings.data_dir / "sets").exists()
+
+
+def test_plotly_is_loaded_by_the_pages_that_draw_charts_only(client):
+    """plotly.js is 3-4 MB to fetch and compile: the home, alerts, sign-in and error pages draw
+    no chart and do not load it; a benchmark's and an experiment's pages do."""
+    ids = _noise(client)
+    script = '<script src="/static/plotly.min.js">'
+    for path in ("/", "/alerts", "/benchmarks/no-such-benchmark"):
+        page = client.get(path)
+        assert script not in page.text and "data-figure='" not in page.text, path
+    assert "data-figure='" in (page := client.get("/benchmarks/moe-decode-noise")).text
+    assert script in page.text
+    run = client.get(f"/runs/{ids['aa'][0]}")
+    assert run.status_code == 200 and script in run.text
+    assert client.get("/static/plotly.min.js").status_code == 200
