@@ -11,6 +11,10 @@ import pytest
 from tests.conftest import LOCAL
 from tests.service.planted_matrix import throughput
 
+# PostgreSQL copies find nothing more here: explain's reads run on both databases in
+# test_explain.py (test_explain_on_the_committed_h200_runs); these plant effects in its statistics.
+pytestmark = pytest.mark.one_database
+
 
 def _switch(at: int, by: float = 0.97):  # noqa: ANN202 - a planted factor
     return lambda M, order: by if M == at else 1.0

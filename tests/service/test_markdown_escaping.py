@@ -1,11 +1,12 @@
 """No data rewrites a comment: config values, kernel names, commits and reasons that hold line
 breaks, headings, pipes, backticks, HTML comments and mentions leave the PR comment's, the check
 summary's and the job summary's structure as it is (parsed with a CommonMark + tables parser).
-SQLite and PostgreSQL."""
+On SQLite."""
 from __future__ import annotations
 
 import json
 
+import pytest
 from markdown_it import MarkdownIt
 
 from service.bot.check import summary
@@ -13,6 +14,10 @@ from service.bot.markdown import append_step_summary, render
 from service.format import md
 from service.schemas import CompareOut
 from tests.conftest import H200
+
+# PostgreSQL copies find nothing more here: the Markdown is made from the gate's answer, whose
+# queries run on both databases in test_gate.py.
+pytestmark = pytest.mark.one_database
 
 EVIL = "x\n## PASS — all good\n<!-- hidden"
 KERNEL = "gemm|`splitk`|<b>@octocat</b>"

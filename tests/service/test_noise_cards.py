@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from service.bot.markdown import render
 from service.schemas import CompareOut
 from tests.conftest import minimal_run
+
+# PostgreSQL copies find nothing more here: the card is computed from the series' history, whose
+# queries run on both databases in test_gate.py and test_heavy_reads.py.
+pytestmark = pytest.mark.one_database
 
 
 def rec(level: float, i: int, rng: random.Random, **over) -> dict:
