@@ -5,7 +5,8 @@ sequential rule), gate_noise.py and alert_noise.py (the gate's history rules and
 real noise with outliers and bimodal clocks), trace_evidence_power.py (how often the traces'
 evidence names a slowed kernel), service_load.py (ingest and gate under a large history),
 service_reads.py (the heaviest reads and the gate beside them at 10^5 and 10^6 runs),
-dashboard_speed.py and dashboard_pages.py (page times), cpu_preset.py (the CPU preset's spread
+dashboard_speed.py and dashboard_pages.py (page times), page_load.py (pages as a first-time
+visitor's browser loads them, against a commit), cpu_preset.py (the CPU preset's spread
 and what the gate makes of it), busy_cores.py (a sandboxed parse's time at the lowest CPU
 priority and at the caller's, beside busy cores), settle.py (a settled server process against an
 unsettled one: a Holm correction and GET /api/v1/explain); gpu/ holds the H200 batch scripts, wrk/ the

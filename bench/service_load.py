@@ -79,6 +79,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_healthy(url: str, proc: subprocess.Popen | None = None, timeout_s: float = 60.0) -> bool:
+    """True once `url`'s health check answers 200; False where `proc` ends or `timeout_s`
+    passes first."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
 def run_body(i: int, samples: int, series: int) -> dict:
     base = 1944.0 * (1 + 0.0005 * ((i * 7919) % 11 - 5))
     return {"benchmark": "load-decode", "config": {"tp": 8, "batch_size": [1, 4, 7, 8][i % 4],
@@ -106,12 +122,7 @@ def start_service(tree: Path, workers: int) -> tuple[list[subprocess.Popen], str
     procs = [subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port),
                                "--migrate", "--workers", str(workers)], cwd=tree, env=env)]
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    wait_healthy(url, procs[0], 60.0)
     if (tree / "service" / "jobs").is_dir():
         procs.append(subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
                                       cwd=tree, env=env, stderr=subprocess.DEVNULL))

@@ -35,7 +35,7 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_load import T0, free_port, run_body  # noqa: E402
+from service_load import T0, free_port, run_body, wait_healthy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -106,13 +106,9 @@ def start(workers: int, read_workers: int = 0) -> tuple[subprocess.Popen, str]:
                              "--migrate", "--workers", str(workers),
                              "--read-workers", str(read_workers)], cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/api/v1/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
+    if wait_healthy(url, proc, 120.0):
+        return proc, url
+    proc.kill()
     raise SystemExit("the service did not start")
 
 
