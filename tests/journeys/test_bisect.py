@@ -39,6 +39,7 @@ def make_repo(repo: Path) -> list[str]:
 
 
 @pytest.mark.cpu_time  # what bisect judges is the one-thread collect runs' cpu_tok_s
+@pytest.mark.xdist_group("cpu-b")  # scripts/test.sh: two groups of about equal time
 def test_bisect_names_the_commit_that_planted_extra_work(served, tmp_path):
     repo = tmp_path / "engine"
     shas = make_repo(repo)
