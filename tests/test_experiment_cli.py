@@ -90,7 +90,7 @@ def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     assert r.returncode == 64 and "{out}" in r.stderr
 
 
-@pytest.mark.xdist_group("cpu-a")
+@pytest.mark.xdist_group("cpu-b")
 def test_until_decided_adds_blocks_only_while_undecided(tmp_path):
     """Fake arms (no GPU), with a machine drift shared by both arms of a block: a 2% slower
     candidate is decided at the first look (3 blocks); an A/A pair whose candidate processes
