@@ -25,20 +25,20 @@ run_page  # unused function (dashboards/routes.py:229)
 plotly_js  # unused function (dashboards/routes.py:291)
 favicon  # unused function (dashboards/routes.py:296)
 patch_alert  # unused function (service/alerts/routes.py)
-get_attribution  # unused function (service/api/routes/attribution.py:15)
+get_attribution  # unused function (service/attribution/routes.py:15)
 create_baseline  # unused function (service/baselines/routes.py)
 move_baseline  # unused function (service/baselines/routes.py)
 get_baseline  # unused function (service/baselines/routes.py)
 delete_baseline  # unused function (service/baselines/routes.py)
 list_baselines  # unused function (service/baselines/routes.py)
-get_experiment  # unused function (service/api/routes/experiments.py:15)
-compare_view  # unused function (service/api/routes/gate.py:23)
-get_changepoints  # unused function (service/api/routes/history.py:17)
-get_noise  # unused function (service/api/routes/history.py:24)
-upload_trace  # unused function (service/api/routes/traces.py:20)
-download_trace  # unused function (service/api/routes/traces.py:46)
-trace_timeline  # unused function (service/api/routes/traces.py:53)
-exc  # unused variable (service/github.py: __exit__)
+get_experiment  # unused function (service/experiments/routes.py:15)
+compare_view  # unused function (service/gate/routes.py:23)
+get_changepoints  # unused function (service/history/routes.py:17)
+get_noise  # unused function (service/history/routes.py:24)
+upload_trace  # unused function (service/traces/routes.py:20)
+download_trace  # unused function (service/traces/routes.py:46)
+trace_timeline  # unused function (service/traces/routes.py:53)
+exc  # unused variable (service/github/client.py: __exit__)
 model_config  # unused variable (service/config.py:14)
 _pragmas  # unused function (service/db.py:16)
 _.get_retry_decision  # unused method (service/jobs/pg.py:35)
@@ -82,33 +82,33 @@ se_pct  # unused variable (service/stats/assess.py:61)
 _.webhook_attempts  # unused attribute (service/alerts/deliveries.py)
 change_point  # unused variable (service/usecases/overview.py): read by dashboards/templates/index.html
 post_trace  # unused function (collectors/record.py): a trace to a stored run, for scripts
-_._one_trace_list_per_run  # unused method (service/schemas/runs.py): a pydantic validator
+_._one_trace_list_per_run  # unused method (service/runs/schemas.py): a pydantic validator
 evaluation  # unused function (service/alerts/routes.py): a route
-get_explain  # unused function (service/api/routes/explain.py): a route
-css  # unused property (service/evidence.py): read by dashboards/templates/_ordering.html
-first_run_id  # unused variable (service/models/experiments.py): an ORM column
+get_explain  # unused function (service/explain/routes.py): a route
+css  # unused property (service/gate/evidence.py): read by dashboards/templates/_ordering.html
+first_run_id  # unused variable (service/experiments/tables.py): an ORM column
 bisect_note  # unused variable (service/alerts/schemas.py): a response field
 series_done  # unused variable (service/alerts/schemas.py): a response field
 series_total  # unused variable (service/alerts/schemas.py): a response field
-at_levels  # unused variable (service/schemas/explain.py): a response field
+at_levels  # unused variable (service/explain/schemas.py): a response field
 worker_app  # unused function (service/cli/commands/server.py): the app factory uvicorn names by its path
 cause  # unused variable (dashboards/home.py): read by the home page's template
 login_form  # unused function (dashboards/auth.py): a route
 login  # unused function (dashboards/auth.py): a route
 logout  # unused function (dashboards/auth.py): a route
-step_gpu_time_us  # unused variable (service/schemas/gate.py: trace evidence, an API field)
-untested_kernels  # unused variable (service/schemas/gate.py: trace evidence, an API field)
-create_curation  # unused function (service/api/routes/curations.py): a route
-list_curations  # unused function (service/api/routes/curations.py): a route
-withdraw_curation  # unused function (service/api/routes/curations.py): a route
-_._metric  # unused method (service/schemas/curations.py): a pydantic validator
-_._note  # unused method (service/schemas/curations.py): a pydantic validator
-_._kind_fields  # unused method (service/schemas/curations.py): a pydantic validator
-closed_alerts  # unused variable (service/schemas/curations.py): a response field
+step_gpu_time_us  # unused variable (service/gate/schemas.py: trace evidence, an API field)
+untested_kernels  # unused variable (service/gate/schemas.py: trace evidence, an API field)
+create_curation  # unused function (service/curations/routes.py): a route
+list_curations  # unused function (service/curations/routes.py): a route
+withdraw_curation  # unused function (service/curations/routes.py): a route
+_._metric  # unused method (service/curations/schemas.py): a pydantic validator
+_._note  # unused method (service/curations/schemas.py): a pydantic validator
+_._kind_fields  # unused method (service/curations/schemas.py): a pydantic validator
+closed_alerts  # unused variable (service/curations/schemas.py): a response field
 METRIC_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
 GATE_VERDICTS  # unused variable (collectors/verdicts.py): the API's types are checked against it
 run_reads  # unused function (service/cli/commands/server.py): the reads server's entry, started by serve
-_forget  # unused function (service/repositories/curations.py): a SQLAlchemy event listener
+_forget  # unused function (service/curations/queries.py): a SQLAlchemy event listener
 shard  # unused variable (service/models/benchmarks.py: the primary key's second column, written by the triggers on runs)
 cmd_gate  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
 cmd_bisect  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
@@ -123,9 +123,9 @@ cmd_tokens  # unused function (service/cli/commands/): a command body its parser
 cmd_seed  # unused function (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
 LocalJudge  # unused class (service/cli/commands/): a command body its parser names by `command` (tests/test_layering.py checks it exists)
 database  # unused variable (service/schemas/health.py): a response field
-deleted  # unused variable (service/schemas/runs.py): a response field
-trace_files_removed  # unused variable (service/schemas/runs.py): a response field
-left_baselines  # unused variable (service/schemas/runs.py): a response field
-start_us  # unused variable (service/schemas/traces.py): a response field
-end_us  # unused variable (service/schemas/traces.py): a response field
-total_steps  # unused variable (service/schemas/traces.py): a response field
+deleted  # unused variable (service/runs/schemas.py): a response field
+trace_files_removed  # unused variable (service/runs/schemas.py): a response field
+left_baselines  # unused variable (service/runs/schemas.py): a response field
+start_us  # unused variable (service/traces/schemas.py): a response field
+end_us  # unused variable (service/traces/schemas.py): a response field
+total_steps  # unused variable (service/traces/schemas.py): a response field

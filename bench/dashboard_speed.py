@@ -38,8 +38,8 @@ def fill(app, runs: int, series: int) -> None:
     Python ingest become seconds), then VACUUM ANALYZE as autovacuum would."""
     from bench.service_load import run_body
     from service.db import transaction
-    from service.repositories import ingest as repo
-    from service.schemas import RunIn
+    from service.runs import queries_ingest as repo
+    from service.runs.schemas import RunIn
 
     t0 = time.perf_counter()
     first = [RunIn.model_validate(run_body(i, 10, series)) for i in range(min(runs, series))]

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from service import gate_view
 from service.db import Session
 from service.format import interval, pct, series_label, split_series
+from service.gate import view as gate_view
 from service.usecases import home, overview, summaries
 
 

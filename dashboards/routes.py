@@ -21,10 +21,11 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import UndefinedError
 
 from collectors.traces.summary import valid as valid_summary
-from service import gate_view
 from service.alerts import lifecycle
 from service.api.deps import TOKEN_COOKIE, ReadAccess, SessionDep
+from service.curations import marks as curations
 from service.errors import Invalid
+from service.experiments import blocks as experiments
 from service.format import (
     hardware,
     interval,
@@ -37,27 +38,16 @@ from service.format import (
     split_series,
     trace_rank,
 )
+from service.gate import verdicts
+from service.gate import view as gate_view
+from service.gate.schemas import GateIn, GateOut, MetricVerdict
+from service.history import noisecards
 from service.jobs import tasks
+from service.runs import reads as runs
+from service.runs.schemas import RUN_EXTRAS
 from service.sandbox import Sandbox
-from service.schemas import (
-    RUN_EXTRAS,
-    GateIn,
-    GateOut,
-    MetricVerdict,
-    parse_run_ids,
-    parse_thresholds,
-    parse_vary,
-)
-from service.usecases import (
-    curations,
-    experiments,
-    noisecards,
-    overview,
-    pages,
-    runs,
-    summaries,
-    verdicts,
-)
+from service.schemas import parse_run_ids, parse_thresholds, parse_vary
+from service.usecases import overview, pages, summaries
 
 from . import auth, figures, home
 from .values import flat, number, ordering, ordering_of, value
@@ -266,7 +256,7 @@ def compare_page(*, request: Request, benchmark: Annotated[str, Query(min_length
 
 
 def _verdict_rows(cmp: GateOut) -> tuple[str, list[tuple[MetricVerdict, str, str | None]]]:
-    """The gate answer's view (service/gate_view.py, which the CLI and the PR comment render
+    """The gate answer's view (service/gate/view.py, which the CLI and the PR comment render
     too), spelled for the tables: the config keys every row shares (said once, in the header
     row) and per metric verdict the keys that differ and, under the last verdict of each series,
     that series' profiler evidence (None on the others)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.evidence import OrderingLine, ordering_line
 from service.format import num
+from service.gate.evidence import OrderingLine, ordering_line
 
 
 def ordering(ts: dict) -> OrderingLine | None:

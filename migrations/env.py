@@ -2,8 +2,16 @@
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-import service.alerts.tables  # noqa: F401 - the alerts' tables join Base.metadata
-import service.baselines.tables  # noqa: F401 - and the baselines'
+# each concept's tables join Base.metadata when their module is imported
+import service.alerts.tables  # noqa: F401
+import service.baselines.tables  # noqa: F401
+import service.curations.tables  # noqa: F401
+import service.experiments.tables  # noqa: F401
+import service.github.tables  # noqa: F401
+import service.history.tables  # noqa: F401
+import service.jobs.tables  # noqa: F401
+import service.runs.tables  # noqa: F401
+import service.traces.tables  # noqa: F401
 from service.config import Settings
 from service.models import Base
 

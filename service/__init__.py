@@ -1,15 +1,20 @@
 """The perfwarden service: it stores run records and judges them against baselines.
 
-Subpackages: api/ (the REST API: deps.py, guard.py, routes/), usecases/ (one module per job, the
-only callers of repositories), repositories/ (the queries and the row writes), models/ (ORM),
-schemas/ (the API's pydantic types), stats/ (pure statistics), traces/ (trace files: storage,
-upload intake, analysis runner), jobs/ (the durable queue and its worker), bot/ (PR comment, check
-run, job summary), cli/ (`perfwarden`). Modules: main.py (create_app, where domain errors become
-HTTP), config.py (settings), db.py (engine and sessions), migrate.py (Alembic from code),
-errors.py (domain errors), format.py (the number rule and the series label), evidence.py (the
-profiler evidence beside a verdict), gate_view.py (the gate's answer as its readers see it, one
-view for every format), gate_report.py (the CLI's plain-text tables), sandbox.py (the process a
-trace analysis runs in), readcache.py (what heavy reads computed, kept per revision of the runs),
-serving.py (uvicorn against slow clients), outbound.py (outbound HTTP with a total deadline per
-attempt), github.py (GitHub's REST API through it, with retries: the PR bot's and the alerts'
-issues), seed.py (committed records into a database), version.py (the one version)."""
+One folder per concept, each holding its routes.py, schemas.py, tables.py, queries.py and its
+logic: runs/ (records, batches, uploads, reads), traces/ (trace files: storage, upload intake,
+the analysis runner, attaching), gate/ (THE matching of series, the verdicts, the one view of an
+answer, its text table, its evidence), baselines/ (named baselines), history/ (the history
+rule, change points, noise cards), alerts/, curations/ (expected change points and mutes),
+experiments/ (interleaved A/B experiments, bisect), attribution/ (which config key explains a
+spread), explain/ (the decision over a factorial matrix, the traces' causes), github/ (GitHub's
+REST API and the PR bot), jobs/ (the durable queue, its worker and units of work). Shared
+below them: stats/ (pure statistics), models/ and schemas/ (the tables and bodies no one
+concept owns), repositories/ (their queries), usecases/ (the pages' and the index's reads that
+join concepts: overview, standing, home, pages, summaries, tokens), api/ (deps.py, guard.py,
+hosts.py, lanes.py, routes/ of the benchmark list and health), cli/ (`perfwarden`). Modules:
+main.py (create_app, where domain errors become HTTP), config.py (settings), db.py (engine and
+sessions), migrate.py (Alembic from code), errors.py (domain errors), format.py (the number
+rule and the series label), sandbox.py (the process a trace analysis runs in), readcache.py
+(what heavy reads computed, kept per revision of the runs), serving.py (uvicorn against slow
+clients), outbound.py (outbound HTTP with a total deadline per attempt), seed.py (committed
+records into a database), version.py (the one version)."""

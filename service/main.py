@@ -20,20 +20,11 @@ from .api.deps import strict_query
 from .api.guard import Guard
 from .api.hosts import Hosts
 from .api.lanes import Lanes
-from .api.routes import (
-    attribution,
-    benchmarks,
-    curations,
-    experiments,
-    explain,
-    gate,
-    health,
-    history,
-    runs,
-    traces,
-)
+from .api.routes import benchmarks, health
+from .attribution import routes as attribution
 from .baselines import routes as baselines
 from .config import Settings
+from .curations import routes as curations
 from .db import make_engine, session_factory
 from .errors import (
     BadRequest,
@@ -47,9 +38,15 @@ from .errors import (
     Unavailable,
     from_validation,
 )
+from .experiments import routes as experiments
+from .explain import routes as explain
+from .gate import routes as gate
+from .history import routes as history
 from .jobs import open_queue, worker
-from .schemas import RunBatchIn, RunIn
+from .runs import routes as runs
+from .runs.schemas import RunBatchIn, RunIn
 from .traces import intake
+from .traces import routes as traces
 from .version import VERSION
 
 log = logging.getLogger("perfwarden")

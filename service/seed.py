@@ -14,8 +14,11 @@ from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .jobs import open_queue, tasks
-from .schemas import RunIn
-from .usecases import ingest, runs, summaries, traces
+from .runs import ingest
+from .runs import reads as runs
+from .runs.schemas import RunIn
+from .traces import attach as traces
+from .usecases import summaries
 
 BASELINES_FILE = "baselines.json"
 

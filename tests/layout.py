@@ -1,14 +1,15 @@
 """What a file of the service is, by where it lives: the layout's rules (test_layering.py,
 test_seams.py) hold for a role, wherever its files are. A concept's folder (service/alerts/)
 holds all of one concept: its routes (routes.py), request and response bodies (schemas.py),
-tables (tables.py), queries and row writes (queries.py) and its logic (every other module, the
+tables (tables.py), queries and row writes (queries.py; a second one queries_WHAT.py) and its logic (every other module, the
 concept's use cases). The folders sorted by kind hold one role each."""
 from __future__ import annotations
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CONCEPTS = ("alerts", "baselines")  # folders under service/
+CONCEPTS = ("alerts", "attribution", "baselines", "curations", "experiments", "explain", "gate",
+            "github", "history", "jobs", "runs", "traces")  # folders under service/
 BY_NAME = {"routes.py": "routes", "schemas.py": "schemas", "tables.py": "models",
            "queries.py": "repositories", "__init__.py": "package"}
 BY_FOLDER = {"service/usecases/": "usecases", "service/repositories/": "repositories",
@@ -21,7 +22,8 @@ def role(path: Path) -> str:
     other."""
     rel = path.relative_to(ROOT).as_posix()
     if any(rel.startswith(f"service/{c}/") for c in CONCEPTS):
-        return BY_NAME.get(path.name, "usecases")
+        stem = path.name.partition("_")[0].removesuffix(".py") + ".py"
+        return BY_NAME.get(path.name, BY_NAME.get(stem, "usecases"))
     return next((r for folder, r in BY_FOLDER.items() if rel.startswith(folder)), "other")
 
 

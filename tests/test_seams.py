@@ -224,7 +224,7 @@ def test_verdict_words_are_defined_once():
     from typing import get_args
 
     from collectors.verdicts import GATE_VERDICTS, METRIC_VERDICTS
-    from service.schemas import GateOut, MetricVerdict
+    from service.gate.schemas import GateOut, MetricVerdict
 
     assert set(get_args(MetricVerdict.model_fields["verdict"].annotation)) == set(METRIC_VERDICTS)
     assert set(get_args(GateOut.model_fields["verdict"].annotation)) == set(GATE_VERDICTS)
@@ -240,8 +240,8 @@ def test_config_keys_are_defined_once():
     from collectors import configkeys
     from collectors.engines import identity
     from service.format import KEY_ORDER
+    from service.gate import comparisons
     from service.schemas import FIXED_SERIES_KEYS
-    from service.usecases import comparisons
 
     assert comparisons.IDENTITY_KEYS == configkeys.SERVER_KEYS + configkeys.HARDWARE_KEYS
     assert set(configkeys.SERVER_KEYS) <= set(identity.WORKLOAD_KEYS)

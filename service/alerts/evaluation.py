@@ -22,11 +22,12 @@ from typing import Any, NamedTuple
 from collectors.metrics import HIGHER, lookup, threshold_pct
 
 from ..db import Session
-from ..repositories import history as hist_repo
-from ..repositories import runs as runs_repo
+from ..gate import comparisons
+from ..history import queries as hist_repo
+from ..history import reads as history
 from ..repositories import series as series_repo
+from ..runs import queries as runs_repo
 from ..stats import history as hstats
-from ..usecases import comparisons, history
 from . import queries as alerts_repo
 
 WINDOW_MAX = 600  # runs judged at most; past it the newest WINDOW_KEEP, from a stored level

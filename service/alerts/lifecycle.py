@@ -21,11 +21,12 @@ from ..config import Settings
 from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
 from ..format import clean, md, md_comment, series_label
-from ..github import GitHub
-from ..repositories import runs as runs_repo
+from ..gate import comparisons
+from ..github.client import GitHub
+from ..history import reads as history
 from ..repositories import series as series_repo
 from ..repositories import upkeep
-from ..usecases import comparisons, history
+from ..runs import queries as runs_repo
 from . import evaluation
 from . import queries as repo
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..db import Session, SessionFactory, transaction
 from ..errors import NotFound
-from ..repositories import runs as runs_repo
-from ..usecases import history
+from ..history import reads as history
+from ..runs import queries as runs_repo
 from . import evaluation
 from . import queries as repo
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..db import Session
 from ..errors import Invalid, NotFound
-from ..repositories import runs as runs_repo
+from ..runs import queries as runs_repo
 from . import queries as repo
 
 COMMIT_MIN = 7

@@ -9,8 +9,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..errors import Conflict, Invalid, NotFound
-from ..models import Run
-from ..repositories.runs import benchmark, benchmark_id, utc
+from ..runs.queries import benchmark, benchmark_id, utc
+from ..runs.tables import Run
 from .tables import Baseline, BaselineHistory
 
 

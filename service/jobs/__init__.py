@@ -9,7 +9,9 @@ kept in the database, retried with backoff and resumed after a crash.
 
 Callers use `open_queue(settings, sessions)` (`queue.py`) and `Queue.enqueue(kind, args,
 coalesce=...)`; the job kinds and what each does are in `tasks.py`; `worker.py` runs them,
-`sweep.py` queues again at start what a crash left, `pause.py` is the tests' pause point.
+`sweep.py` queues again at start what a crash left, `pause.py` is the tests' pause point;
+`tables.py` is the SQLite queue's table, `queries.py` its reads and writes, `units.py` its
+units of work (enqueue, claim, renew, finish, retry).
 """
 from __future__ import annotations
 

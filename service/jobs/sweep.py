@@ -9,7 +9,7 @@ import logging
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from ..usecases import sweep
+from ..traces import sweep
 from .queue import open_queue
 from .tasks import enqueue_trace
 

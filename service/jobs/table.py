@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from ..usecases import jobs as usecase
+from . import units as usecase
 from .tasks import KINDS, Context, delay_s, kinds_of, lane_workers, workers_died
 
 log = logging.getLogger("perfwarden.jobs")

@@ -13,13 +13,14 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..alerts import deliveries, lifecycle, reevaluation
-from ..bot.auto import post_for_run
 from ..config import Settings
 from ..db import transaction
 from ..errors import DomainError
+from ..github.auto import post_for_run
+from ..github.prcomments import run_to_recomment
 from ..sandbox import Sandbox
-from ..usecases import summaries, traces
-from ..usecases.prcomments import run_to_recomment
+from ..traces import attach as traces
+from ..usecases import summaries
 from .pause import pause_point
 
 log = logging.getLogger("perfwarden.jobs")

@@ -1,7 +1,4 @@
-"""The only code that queries the database and writes its rows; use cases call these with their
-session. One module per kind of row: runs.py (runs, look-ups, deletion), ingest.py (the bulk
-insert of a batch), series.py, history.py (the history rule, history rows, evaluation state),
-curations.py, traces.py, summaries.py, tokens.py, prcomments.py, jobs.py (the SQLite
-queue's table), views.py (the dashboard pages' bounded reads), upkeep.py (planner statistics),
-plans.py (the experiments' stored plans). The alerts' and the baselines' queries are in
-their own folders (service/alerts/queries.py, service/baselines/queries.py)."""
+"""The queries and row writes of what no one concept owns; use cases call these with their
+session: series.py (series rows), summaries.py (stored summaries), tokens.py, views.py (the
+dashboard pages' bounded reads), upkeep.py (planner statistics). Each concept's own are in its
+folder as queries.py (service/runs/queries.py, service/history/queries.py, ...)."""

@@ -9,7 +9,9 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from ..models import Benchmark, BenchmarkCount, Run, RunMetric, Summary, TraceFile
+from ..models import Benchmark, BenchmarkCount, Summary
+from ..runs.tables import Run, RunMetric
+from ..traces.tables import TraceFile
 
 Coverage = tuple[int, int]  # (run count, newest run id)
 

@@ -9,8 +9,11 @@ from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session, aliased
 
 from ..baselines.tables import Baseline
-from ..models import Benchmark, BenchmarkCount, Curation, Run, RunMetric, Series, TraceFile
-from .runs import counted, filter_runs
+from ..curations.tables import Curation
+from ..models import Benchmark, BenchmarkCount, Series
+from ..runs.queries import counted, filter_runs
+from ..runs.tables import Run, RunMetric
+from ..traces.tables import TraceFile
 
 
 def latest_runs_per_series(session: Session, bench_id: int, series_ids: set[int],

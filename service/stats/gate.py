@@ -1,5 +1,5 @@
 """The gate's decision over many comparisons (metric x series). Pure: the use case gathers the
-samples in one pass (service/usecases/verdicts.py) and hands them here once.
+samples in one pass (service/gate/verdicts.py) and hands them here once.
 
 The family of one request is controlled where it decides: each gating comparison's one-sided
 test of "past the threshold" (in the direction of its estimate) is corrected with Holm's method

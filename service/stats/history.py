@@ -1,5 +1,5 @@
 """A series' history: change points (ruptures) and noise figures. Pure: numbers in, dataclasses
-out; the use case (service/usecases/history.py) reads the runs."""
+out; the use case (service/history/reads.py) reads the runs."""
 from __future__ import annotations
 
 import math

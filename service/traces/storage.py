@@ -3,7 +3,7 @@
   many trace rows name it;
 - timelines/<sha256>-<steps>.json: a trace's timeline, kept for the next page that asks;
 - columns/: the loaded columns a rank of an incomplete set keeps for its set's analysis;
-- staged/: files staged for a batch of runs (service/usecases/uploads.py), their owners' tallies;
+- staged/: files staged for a batch of runs (service/runs/uploads.py), their owners' tallies;
 - tmp/: uploads being received.
 A trace file removed takes its timelines and kept columns with it (remove_trace)."""
 from __future__ import annotations
@@ -74,7 +74,7 @@ def remove_trace(data_dir: Path, sha: str) -> None:
 def columns_dir(data_dir: Path) -> Path:
     """The loaded columns of ranks whose set is not complete yet (collectors/traces/columns.py):
     the set's analysis reads them rather than parsing every rank again; removed once the set's
-    summary is recorded (usecases/traces.sweep_columns)."""
+    summary is recorded (traces/attach.sweep_columns)."""
     return data_dir / "columns"
 
 

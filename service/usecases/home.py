@@ -14,13 +14,14 @@ from .. import readcache
 from ..baselines import queries as baseline_repo
 from ..db import Session
 from ..errors import DomainError
-from ..repositories import runs as runs_repo
+from ..gate import verdicts
+from ..gate.comparisons import varied_keys
+from ..gate.schemas import GateIn, GateOut
 from ..repositories import series as series_repo
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
-from ..schemas import GateIn, GateOut
-from . import summaries, verdicts
-from .comparisons import varied_keys
+from ..runs import queries as runs_repo
+from . import summaries
 
 LABEL_RUNS = 200  # the newest runs of a label judged on the home page
 EXPERIMENTS = 3  # the newest experiments a benchmark's row links

@@ -10,15 +10,15 @@ from typing import Any
 
 from .. import readcache
 from ..alerts import lifecycle
+from ..curations import queries as curation_repo
 from ..db import Session
 from ..format import series_label
-from ..repositories import curations as curation_repo
-from ..repositories import runs as runs_repo
+from ..history.reads import default_branch
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
+from ..runs import queries as runs_repo
 from ..schemas import BenchmarkSummary
 from . import standing, summaries
-from .history import default_branch
 
 
 def benchmarks(session: Session) -> list[BenchmarkSummary]:

@@ -12,13 +12,14 @@ from .. import readcache
 from ..baselines import queries as baseline_repo
 from ..db import Session
 from ..errors import NotFound
-from ..repositories import history as hist_repo
-from ..repositories import runs as runs_repo
+from ..history import queries as hist_repo
+from ..history import reads as history
+from ..history.reads import ALL_BRANCHES, BenchmarkRow, SeriesHistory, default_branch, series_runs
 from ..repositories import series as series_repo
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
-from . import history, summaries
-from .history import ALL_BRANCHES, BenchmarkRow, SeriesHistory, default_branch, series_runs
+from ..runs import queries as runs_repo
+from . import summaries
 
 RECENT = 25  # rows of the benchmark page's recent-runs table
 TRIAL_RUNS = 300  # newest runs of a series whose trials the detail view draws

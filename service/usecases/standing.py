@@ -11,17 +11,17 @@ from typing import Any
 from collectors.verdicts import IMPROVEMENT, INCONCLUSIVE, PASS, REGRESSION
 
 from ..baselines import queries as baseline_repo
+from ..curations import queries as curation_repo
 from ..db import Session
 from ..errors import DomainError
-from ..evidence import evidence
 from ..format import series_label
-from ..repositories import curations as curation_repo
-from ..repositories import runs as runs_repo
+from ..gate import verdicts
+from ..gate.evidence import evidence
+from ..gate.schemas import GateIn
+from ..history.reads import default_branch
 from ..repositories import summaries as summary_repo
 from ..repositories import views as views_repo
-from ..schemas import GateIn
-from . import verdicts
-from .history import default_branch
+from ..runs import queries as runs_repo
 
 VERDICTS = "verdicts"  # the summary kind
 METRIC = "tok_s"  # the metric the index judges

@@ -2,13 +2,13 @@
 the durable job (service/jobs: the alert evaluation of a burst of ingests, or a `summarize` job a
 page queues), and read by the dashboard's pages, which never refit.
 
-- attribution (usecases/attribution.compute: the ANOVA fits) of `tok_s` and `determinism` over
+- attribution (attribution/fit.compute: the ANOVA fits) of `tok_s` and `determinism` over
   every run of the benchmark, and over each label with at least 3 runs (the labels of the runs
   that arrived since the last refresh, at most LABELS_PER_JOB of them; labels a page asks for;
   and every stored label whose runs changed);
-- change points (usecases/history.changepoints) of each metric's default-branch history;
+- change points (history/reads.changepoints) of each metric's default-branch history;
 - the standing (usecases/standing): each series' newest run judged against the newest baseline;
-- the explain report (usecases/explain) of the non-identical repeats, for the same labels as
+- the explain report (explain/report) of the non-identical repeats, for the same labels as
   the attribution: the matrix page's and the PR comment's decision sentence.
 
 Each row stores the runs it covers (count and newest id). A page compares that with the runs
@@ -22,12 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..attribution import fit as attribution
 from ..db import Session
 from ..errors import Invalid
-from ..repositories import runs as runs_repo
+from ..explain import report as explain
+from ..history import reads as history
+from ..history.reads import BenchmarkRow
 from ..repositories import summaries as repo
-from . import attribution, explain, history, standing
-from .history import BenchmarkRow
+from ..runs import queries as runs_repo
+from . import standing
 
 if TYPE_CHECKING:
     from ..models import Summary
@@ -38,7 +41,7 @@ CHANGES = history.CHANGES
 EXPLAINED = "determinism"  # the matrix's question: which key makes repeats differ
 ATTRIBUTED = ("determinism", "tok_s")  # in the order the matrix page says them
 LABELS_PER_JOB = 20
-MIN_RUNS = 3  # what attribution needs (usecases/attribution.compute)
+MIN_RUNS = 3  # what attribution needs (attribution/fit.compute)
 # queue a refresh of the benchmark's summaries (and of these labels'); the page never waits
 Recompute = Callable[[str, list[str]], None]  # (benchmark, labels)
 

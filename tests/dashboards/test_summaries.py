@@ -62,8 +62,8 @@ def test_the_matrix_page_reads_what_the_ingest_job_stored(app_client, monkeypatc
     def refit(*a, **k):
         raise AssertionError("a page view refitted")
 
+    from service.attribution import fit as attribution
     from service.stats import history as hstats
-    from service.usecases import attribution
 
     monkeypatch.setattr(attribution, "compute", refit)
     monkeypatch.setattr(hstats, "change_points", refit)
@@ -218,7 +218,7 @@ def test_ingest_never_waits_behind_the_refresh_fits(app_client, settings, monkey
     """The refresh job fits with reads only and stores after: while its change points are
     fitted, another writer takes the write lock at once (SQLite: the one lock; PostgreSQL:
     the summaries' rows), and the summaries are stored after."""
-    from service.usecases import history
+    from service.history import reads as history
 
     app, c = app_client
     _matrix(c)

@@ -51,8 +51,8 @@ def _alerts(sessions, bench: str) -> list[tuple]:
 def test_incremental_state_gives_the_full_recomputes_alerts(settings):
     from service.alerts import lifecycle
     from service.db import make_engine, session_factory, transaction
-    from service.schemas import RunIn
-    from service.usecases import ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     engine = make_engine(settings.database_url)
     sessions = session_factory(engine)
@@ -84,10 +84,10 @@ def test_a_backlog_is_evaluated_in_passes_with_the_full_recomputes_alerts(settin
     too: they leave the inbox with it), and a job with nothing left does nothing."""
     from service.alerts import evaluation, lifecycle
     from service.db import make_engine, session_factory, transaction
+    from service.history.reads import get_benchmark
     from service.jobs import tasks
-    from service.schemas import RunIn
-    from service.usecases import ingest
-    from service.usecases.history import get_benchmark
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     monkeypatch.setattr(evaluation, "PENDING_PER_PASS", 250)
     engine = make_engine(settings.database_url)
@@ -141,8 +141,8 @@ def test_the_evaluation_keeps_the_planners_statistics_where_autovacuum_does_not(
     from service.db import make_engine, session_factory
     from service.jobs import tasks
     from service.repositories import upkeep
-    from service.schemas import RunIn
-    from service.usecases import ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     engine = make_engine(settings.database_url)
     sessions = session_factory(engine)

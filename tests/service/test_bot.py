@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from service.github import GitHub, GitHubError
+from service.github.client import GitHub, GitHubError
 from tests.conftest import LOCAL, drain_jobs, h200_records
 from tests.github_standin import TOKEN, FakeGitHub
 
@@ -57,7 +57,7 @@ def test_errors_are_clear_and_never_show_the_token(token, status, match):
 
 
 def test_two_runs_for_a_pr_leave_one_comment(client, gh, monkeypatch, capsys):
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
 
     recs = h200_records("noise", "graphs")
     ids = {}
@@ -95,7 +95,7 @@ def test_comment_shows_varied_keys_both_sides(client, capsys):
     """The shared-expert PR's question in a PR comment: late vs overlap, both values shown."""
     import json
 
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
     from tests.conftest import H200
 
     ids: dict[str, list[int]] = {}
@@ -129,7 +129,7 @@ def test_comment_shows_varied_keys_both_sides(client, capsys):
 def test_comment_reports_an_experiment(client, capsys):
     import json
 
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
     from tests.conftest import H200
 
     recs = json.loads((H200 / "experiment" / "plant1.json").read_text())
@@ -182,7 +182,7 @@ def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
         assert len(bodies) == 1  # edited in place, never a second comment
         assert "**FAIL**" in bodies[0] and "c0ffee-plant3" in bodies[0]
         # the older commit's job, run late (two workers, a retry), posts the newest commit's verdict
-        from service.bot.auto import post_for_run
+        from service.github.auto import post_for_run
 
         post_for_run(c.app.state.sessions, settings, pr_ids[0])
     bodies = [x["body"] for x in gh.comments.values()]
@@ -191,8 +191,8 @@ def test_service_posts_by_itself_when_a_pr_run_arrives(settings, gh):
 
 
 def test_comment_trace_links_name_side_and_rank_through_the_dashboard():
-    from service.bot.markdown import render
-    from service.schemas import CompareOut
+    from service.gate.schemas import CompareOut
+    from service.github.markdown import render
 
     def brief(i):
         return {"id": i, "commit": "abc1234", "branch": "main", "label": None, "started_at": None,
@@ -236,7 +236,7 @@ SHA = "6420fe5" + "0" * 33
 
 
 def test_check_run_is_created_then_updated_in_place(client, gh, monkeypatch, capsys, tmp_path):
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
 
     ids = _seed_noise(client)
     summary = tmp_path / "summary.md"
@@ -272,7 +272,7 @@ def test_check_run_is_created_then_updated_in_place(client, gh, monkeypatch, cap
 
 def test_check_falls_back_to_a_commit_status_without_the_checks_scope(client, monkeypatch,
                                                                      capsys):
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
 
     ids = _seed_noise(client)
     f = FakeGitHub(checks_forbidden=True)
@@ -298,7 +298,7 @@ def test_check_falls_back_to_a_commit_status_without_the_checks_scope(client, mo
 
 def test_check_needs_a_commit(client, gh, monkeypatch):
     from collectors.errors import CliError
-    from service.bot.comment import post_comment
+    from service.github.comment import post_comment
 
     ids = _seed_noise(client)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)

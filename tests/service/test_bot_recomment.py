@@ -47,7 +47,7 @@ def _pr_run(c, rec: dict, pr: int) -> int:
 def test_the_comment_is_edited_when_the_analysis_lands(settings, gh):
     from fastapi.testclient import TestClient
 
-    from service.bot.auto import post_for_run
+    from service.github.auto import post_for_run
 
     recs = h200_records("noise", "graphs")
     app = _app(settings, gh)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from service.explain.causes import cause, configuration, environment
 from service.stats.gate import Comparison, judge
-from service.usecases.causes import cause, configuration, environment
 
 HW = {"gpu": "NVIDIA H200", "gpu_count": 1, "driver": "580.159.04"}
 ENV = {"torch": "2.11.0", "cuda": "13.0", "nccl": "2.28.9"}
@@ -62,7 +62,7 @@ def test_throttling_on_one_side_is_environment():
 
 
 def test_traces_too_few_to_test_are_said_untested():
-    from service.schemas import TraceEvidence
+    from service.gate.schemas import TraceEvidence
 
     note = "1 baseline and 1 candidate run(s) with a trace: an interval needs 3 a side"
     ev = TraceEvidence(series={}, baseline_run_ids=[1], candidate_run_ids=[4],

@@ -153,8 +153,8 @@ def test_a_hostile_note_is_one_line_and_never_markup(client):
     assert "\n" not in r.json()["note"] and "\n" not in r.json()["line"]
     page = client.get("/benchmarks/h").text
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
-    from service.bot.markdown import verdict_table
-    from service.schemas import GateOut
+    from service.gate.schemas import GateOut
+    from service.github.markdown import verdict_table
 
     body = "\n".join(verdict_table(GateOut.model_validate(gate(client, "h", a, a))))
     assert "<script>" not in body and "\n## heading" not in body

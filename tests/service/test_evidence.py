@@ -1,8 +1,8 @@
-"""The evidence row beside each verdict (service/evidence.py), read from a compare answer."""
+"""The evidence row beside each verdict (service/gate/evidence.py), read from a compare answer."""
 from __future__ import annotations
 
-from service.evidence import evidence, short_kernel
-from service.schemas import CompareOut
+from service.gate.evidence import evidence, short_kernel
+from service.gate.schemas import CompareOut
 
 
 def _side(mean):

@@ -176,7 +176,7 @@ def test_explain_on_the_committed_h200_capture(settings):
         # and the PR comment's section on the benchmark's matrix says it too
         import argparse
 
-        from service.bot.comment import explain_section
+        from service.github.comment import explain_section
 
         def api(server, method, path, params=None):  # noqa: ANN001 - the CLI client's shape
             return c.request(method, path, params=params).json()
@@ -261,7 +261,7 @@ def test_the_deterministic_command_recreates_the_cells_or_is_not_given():
     every batch size and order), or none where one command cannot make them."""
     import shlex
 
-    from service.usecases.explain import deterministic_command
+    from service.explain.report import deterministic_command
 
     rows = [_Row(**_decode_cell(batch_size=m, shared_experts=o)) for m in (16, 1, 4, 8)
             for o in ("overlap", "serial")]
@@ -284,7 +284,7 @@ def test_runs_without_repeat_digests_are_a_clear_refusal_not_a_crash(settings):
     comment's matrix section is then left out, never the comment."""
     import argparse
 
-    from service.bot.comment import explain_section
+    from service.github.comment import explain_section
 
     runs = [minimal_run(benchmark="one-trial", config={"tp": 1, "batch_size": m},
                         determinism={"repeats": 1, "identical": 1, "digests": ["a"]})

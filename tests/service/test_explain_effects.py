@@ -28,9 +28,9 @@ def _interaction(M: int, order: str) -> float:
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("at", [8, 4, 1])
 def test_the_outlier_level_is_the_planted_switch_not_the_lowest_mean(seed, at):
+    from service.explain.report import split_levels
     from service.stats.attribution import RunFacts, attribute
     from service.stats.effects import outlier_level
-    from service.usecases.explain import split_levels
 
     facts = [RunFacts(r["config"], statistics.mean(r["metrics"]["tok_s"]["samples"]), None)
              for r in throughput(_switch(at), "planted-switch", seed)]

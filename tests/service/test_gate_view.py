@@ -1,14 +1,14 @@
-"""The gate's answer as its readers see it (service/gate_view.py), and the text and Markdown
+"""The gate's answer as its readers see it (service/gate/view.py), and the text and Markdown
 renderers saying the same view: one verdict word, one level, the same reasons."""
 from __future__ import annotations
 
 import contextlib
 import io
 
-from service.bot.markdown import reasons, verdict_table
-from service.gate_report import print_gate
-from service.gate_view import view
-from service.schemas import GateOut
+from service.gate.report import print_gate
+from service.gate.schemas import GateOut
+from service.gate.view import view
+from service.github.markdown import reasons, verdict_table
 
 
 def _metric(name: str, bs: int, verdict: str, **extra) -> dict:

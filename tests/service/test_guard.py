@@ -185,7 +185,7 @@ def _pr_run(c, repository: str, when: str) -> int:
 def test_the_bot_posts_only_to_allowed_repositories(settings, caplog, allowed):
     from pydantic import SecretStr
 
-    from service.bot.auto import post_for_run
+    from service.github.auto import post_for_run
 
     gh = FakeGitHub()
     try:

@@ -116,7 +116,7 @@ def test_heavy_reads_wait_in_their_own_lane_and_the_gate_does_not(settings):
 def test_the_index_gates_an_experiment_once_per_revision_of_its_benchmark(client, monkeypatch):
     """The home page's decisions: an experiment's verdict is judged when the benchmark's runs or
     curations change, not on every view."""
-    from service.usecases import verdicts
+    from service.gate import verdicts
     from tests.service.test_experiments import post_experiment
 
     gates: list[object] = []

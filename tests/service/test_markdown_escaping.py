@@ -9,10 +9,10 @@ import json
 import pytest
 from markdown_it import MarkdownIt
 
-from service.bot.check import summary
-from service.bot.markdown import append_step_summary, render
 from service.format import md
-from service.schemas import CompareOut
+from service.gate.schemas import CompareOut
+from service.github.check import summary
+from service.github.markdown import append_step_summary, render
 from tests.conftest import H200
 
 # PostgreSQL copies find nothing more here: the Markdown is made from the gate's answer, whose

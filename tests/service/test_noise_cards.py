@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from service.bot.markdown import render
-from service.schemas import CompareOut
+from service.gate.schemas import CompareOut
+from service.github.markdown import render
 from tests.conftest import minimal_run
 
 # PostgreSQL copies find nothing more here: the card is computed from the series' history, whose

@@ -16,7 +16,7 @@ def test_two_ranks_finishing_together_record_the_set(settings, monkeypatch):
     from fastapi.testclient import TestClient
 
     from service.main import create_app
-    from service.usecases import traces
+    from service.traces import attach as traces
 
     app = create_app(settings.model_copy(update={"jobs_in_process": False}))
     with TestClient(app, **LOCAL) as c:
@@ -37,7 +37,7 @@ def test_two_ranks_finishing_together_record_the_set(settings, monkeypatch):
         # both jobs read the set before either records: without a lock that holds the second
         # until the first commits, each sees the other still pending (the wait gives up after a
         # while, which is what happens when the lock holds the second job back)
-        from service.repositories import runs as runs_repo
+        from service.runs import queries as runs_repo
 
         meet = threading.Barrier(2)
         real = runs_repo.traces_of

@@ -30,8 +30,9 @@ def _app(settings):
 def test_the_request_queues_a_job_and_the_job_reads_every_page(settings, monkeypatch):
     """Three series of 80 runs (fix then regress in two of them), read 7 runs a page: the job
     finds both drops of each; the request itself judged nothing and left the inbox as it was."""
-    from service.schemas import RunIn
-    from service.usecases import history, ingest
+    from service.history import reads as history
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     monkeypatch.setattr(history, "PAGE", 7)
     app, TC = _app(settings)
@@ -130,8 +131,8 @@ def test_the_migration_stores_each_experiments_plan_from_its_first_run(db_url):
 
     from service import migrate
     from service.db import make_engine, session_factory
-    from service.schemas import RunIn
-    from service.usecases import ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
     from tests.conftest import minimal_run
 
     migrate.upgrade(db_url)
@@ -165,8 +166,8 @@ def test_the_job_judges_every_gating_metric_of_a_series(settings):
     """A series whose gating metric is cpu_tok_s (the CPU preset's), not one of the watched
     defaults: the full re-evaluation judges it as an ingest's evaluation would, and finds its
     drop."""
-    from service.schemas import RunIn
-    from service.usecases import ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     recs = _series("cpu", 1, [(500, 20), (400, 20)], 4)
     for r in recs:
@@ -189,8 +190,8 @@ def test_a_second_runner_of_one_evaluation_judges_nothing_twice(settings):
     and counts nothing again."""
     from service.alerts import reevaluation
     from service.db import transaction
-    from service.schemas import RunIn
-    from service.usecases import ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     fix = [(100, 20), (97, 20)]
     recs = _series("twice", 1, fix, 1) + _series("twice", 2, fix, 2) + _series("twice", 3, fix, 3)
@@ -219,8 +220,9 @@ def test_judging_a_series_holds_it_until_the_judgement_commits(settings):
     waits for it, so the two never judge one series from the same stored state at once)."""
     from service.alerts import evaluation
     from service.db import session_factory, transaction
-    from service.schemas import RunIn
-    from service.usecases import history, ingest
+    from service.history import reads as history
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
     from tests.conftest import write_at_once
 
     app, TC = _app(settings)
@@ -250,10 +252,11 @@ def test_a_reevaluation_never_waits_on_runs_an_ingest_evaluation_is_taking(setti
 
     from service.alerts import evaluation
     from service.db import session_factory, transaction
-    from service.repositories import history as hist_repo
+    from service.history import queries as hist_repo
+    from service.history import reads as history
     from service.repositories import series as series_repo
-    from service.schemas import RunIn
-    from service.usecases import history, ingest
+    from service.runs import ingest
+    from service.runs.schemas import RunIn
 
     app, TC = _app(settings)
     with TC(app):

@@ -123,7 +123,7 @@ def test_the_sweep_keeps_only_what_a_set_being_assembled_needs(client, settings)
     import time
 
     from service.traces import storage
-    from service.usecases.traces import sweep_columns
+    from service.traces.attach import sweep_columns
 
     rid = client.post("/api/v1/runs", json=minimal_run(config={"tp": 2})).json()["id"]
     good = sorted((H200 / "resident" / "torch" / "traces").glob("*.json.gz"))[0]

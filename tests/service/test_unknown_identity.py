@@ -1,10 +1,10 @@
-"""What a comparison makes of series that do not know their server (service/usecases/unknown.py)."""
+"""What a comparison makes of series that do not know their server (service/runs/unknown.py)."""
 from __future__ import annotations
 
 import pytest
 
 from service.errors import Invalid
-from service.usecases.unknown import check_unknown, unvaried
+from service.runs.unknown import check_unknown, unvaried
 
 KNOWN = {"concurrency": 8, "model": "Qwen3ForCausalLM", "tp": 2, "dtype": "bfloat16",
          "unknown": "gpu", "gpu": "", "gpu_count": 2}

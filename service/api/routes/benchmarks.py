@@ -5,8 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
+from ...history import reads as history
 from ...schemas import BenchmarkList, BenchmarkPatch, BenchmarkSummary
-from ...usecases import history, overview
+from ...usecases import overview
 from ..deps import (
     AdminAccess,
     ReadAccess,

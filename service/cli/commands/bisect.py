@@ -1,5 +1,5 @@
 """`perfwarden bisect`'s body: reference runs at the good commit, then `git bisect run` with the
-step command at each commit (usecases/bisect.py drives it); `--step` is one such commit."""
+step command at each commit (experiments/bisect.py drives it); `--step` is one such commit."""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from collectors.errors import CliError, UsageError
 from collectors.options import thresholds
 
-from ...gate_report import print_gate
-from ...schemas import GateOut
-from ...usecases import bisect as uc
-from ...usecases.bisect import Plan
+from ...experiments import bisect as uc
+from ...experiments.bisect import Plan
+from ...gate.report import print_gate
+from ...gate.schemas import GateOut
 from ..common import EXIT_INCONCLUSIVE, EXIT_PASS, api
 
 

@@ -1,9 +1,9 @@
-"""`perfwarden comment`'s body: the PR bot (service/bot/comment.py) with the one API client."""
+"""`perfwarden comment`'s body: the PR bot (service/github/comment.py) with the one API client."""
 from __future__ import annotations
 
 import argparse
 
-from ...bot.comment import post_comment
+from ...github.comment import post_comment
 from ..common import api
 
 

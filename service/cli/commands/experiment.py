@@ -8,11 +8,12 @@ from collectors.experiment import BASELINE, Judge, Outcome, block_order, complet
 
 from ...config import Settings
 from ...db import make_engine, session_factory, transaction
-from ...gate_report import print_gate
+from ...gate.report import print_gate
+from ...gate.schemas import GateIn, GateOut
+from ...gate.verdicts import gate
 from ...migrate import upgrade
-from ...schemas import GateIn, GateOut, RunIn
-from ...usecases.ingest import store_runs
-from ...usecases.verdicts import gate
+from ...runs.ingest import store_runs
+from ...runs.schemas import RunIn
 from ..common import EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ...schemas import ExplainOut
-from ...usecases.explain import explain
+from ...explain.report import explain
+from ...explain.schemas import ExplainOut
 from .local import ask
 
 

@@ -13,10 +13,10 @@ from collectors.errors import BadInput, CliError, UsageError
 from collectors.options import gate_fields
 from collectors.record import pending_evidence
 
-from ...bot.markdown import append_step_summary
-from ...gate_report import print_gate
-from ...schemas import GateOut
-from ...usecases.bisect import step_code
+from ...experiments.bisect import step_code
+from ...gate.report import print_gate
+from ...gate.schemas import GateOut
+from ...github.markdown import append_step_summary
 from ..common import EXIT_BISECT_ABORT, EXIT_INCONCLUSIVE, EXIT_PASS, EXIT_REGRESSION, api
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ...gate_report import print_noise
-from ...schemas import AttributionOut, NoiseOut
-from ...usecases.attribution import attribution
-from ...usecases.history import noise
+from ...attribution.fit import attribution
+from ...attribution.schemas import AttributionOut
+from ...gate.report import print_noise
+from ...history.reads import noise
+from ...history.schemas import NoiseOut
 from .local import ask
 
 
