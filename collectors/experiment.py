@@ -6,7 +6,8 @@ Standard library only (it runs on GPU nodes). Each arm command writes run record
 outputs to the path substituted for `{out}`; the runner reads them with the same readers as
 `perfwarden ingest` and tags every record with `experiment {id, arm, block, looks}` (looks: the
 number of looks the experiment was planned with, `max_pairs - pairs + 1` with --until-decided,
-else 1; spec/api.md, One experiment one answer, so every later asker judges it at alpha / looks).
+else 1) and the question asked (`metrics`, `thresholds`, `vary`, those given; spec/api.md, One
+experiment one answer, so every later asker judges it the same way at alpha / looks).
 The decision
 whether to add blocks, and the verdict, are the judge's, passed in (a `Judge`): the full install
 judges on a local SQLite database (service/cli/commands/experiment.py), a GPU node asks the server
@@ -54,6 +55,7 @@ class ExperimentConfig:
     workdir: str = ""
     timeout_s: float = 3600.0
     quiet: bool = False
+    question: dict = field(default_factory=dict)  # the gate fields asked: metrics, thresholds, vary
     records: list[dict] = field(default_factory=list)
     arm_seconds: list[float] = field(default_factory=list)  # each arm process's wall time
 
@@ -116,7 +118,8 @@ def _run_arm(cfg: ExperimentConfig, arm: str, block: int) -> list[dict]:
         _log(cfg, f"warning: {w}")
     for rec in records:
         rec.pop("idempotency_key", None)  # the tag makes it another record
-        rec["experiment"] = {"id": cfg.exp_id, "arm": arm, "block": block, "looks": cfg.looks}
+        rec["experiment"] = {"id": cfg.exp_id, "arm": arm, "block": block, "looks": cfg.looks,
+                             **cfg.question}
         rec["label"] = f"{cfg.label or cfg.exp_id}-{arm}"
         rec.pop("trace_files", None)
         with_key(rec)

@@ -64,8 +64,8 @@ def cmd_experiment(args: argparse.Namespace, judging: Judging) -> int:
                            exp_id=exp_id, benchmark=args.benchmark, label=args.label,
                            workdir=args.workdir or tempfile.mkdtemp(prefix=f"perfwarden-{exp_id}-"),
                            timeout_s=args.timeout)
-    body = {"experiment": exp_id, "max_looks": cfg.looks,
-            **gate_fields(args.metric, args.threshold, args.vary)}
+    cfg.question = gate_fields(args.metric, args.threshold, args.vary)
+    body = {"experiment": exp_id, "max_looks": cfg.looks, **cfg.question}
     judge: Judge | None = None
     if args.server:
         judge = server_judge(args.server, body)

@@ -1,11 +1,8 @@
-"""THE place that builds comparisons (spec/api.md, "Gate"): it matches series
-and picks metrics for every asker (the gate, /compare, experiments through API, page and CLI,
-the index page, the PR comment) and says which metrics alerts watch.
-
-A `Selection` (baseline runs, or an experiment's arms with their block pairing; candidate runs;
-vary; metrics; thresholds; alpha; looks) goes in, `Comparisons` (typed, one `Comparison` per
-metric and series, ready for service/stats/gate.judge) come out, and `judged()` hands them to the
-pure statistics once, at the level in use (alpha / looks)."""
+"""THE place that builds comparisons (spec/api.md, "Gate"): it matches series and picks metrics for
+every asker (gate, /compare, experiments, pages, CLI, PR comment) and says which metrics alerts
+watch. A `Selection` (baseline runs or an experiment's arms in blocks; candidate runs; vary; metrics;
+thresholds; alpha; looks) goes in, `Comparisons` (one `Comparison` per metric and series) come out,
+and `judged()` hands them to service/stats/gate.judge once, at the level in use (alpha / looks)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -66,6 +63,16 @@ class Selection:
     alpha: float = 0.05
     looks: int = 1  # asked for; an experiment's stored plan wins
 
+    def planned(self, plan: Any) -> Selection:
+        """As an experiment's stored plan (an ExperimentPlan, or None) says: its looks, and what
+        the request leaves out of the question its runner asked (metrics, thresholds, vary)."""
+        if plan is None:
+            return self
+        q = plan.question or {}
+        return replace(self, looks=plan.looks or self.looks, metrics=self.metrics or tuple(
+            q.get("metrics", ())), vary=self.vary or tuple(q.get("vary", ())),
+            thresholds={**q.get("thresholds", {}), **self.thresholds})
+
     @classmethod
     def of(cls, req: GateIn, alpha: float) -> Selection:
         return cls(benchmark=req.benchmark, baseline=req.baseline, run_ids=tuple(req.run_ids or ()),
@@ -123,11 +130,9 @@ def count_once(ids: Sequence[int], keys: Mapping[int, runs_repo.RunKey],
     seen = set(exclude or ())
     out = []
     for i in ids:
-        h = keys[i].body_sha256
-        if h in seen:
-            continue
-        seen.add(h)
-        out.append(i)
+        if keys[i].body_sha256 not in seen:
+            seen.add(keys[i].body_sha256)
+            out.append(i)
     return out
 
 
@@ -211,7 +216,7 @@ def _pick(session: Session, cand_ids: list[int], asked: tuple[str, ...], who: st
                       f"{missing[0]!r}", "metrics")
     defs = metric_definitions(session, sorted(set(cand_metrics) | set(asked)))
     if asked:
-        return list(asked), {m: _as_gate(defs.get(m, UNKNOWN)) for m in asked}
+        return list(asked), {m: replace(defs.get(m, UNKNOWN), role=GATE) for m in asked}
     defs = {m: _in_family(m, d, cand_metrics) for m, d in defs.items()}
     gating = [m for m in cand_metrics if defs.get(m, UNKNOWN).role == GATE]
     evidence = [m for m in cand_metrics if defs.get(m, UNKNOWN).role == EVIDENCE]
@@ -226,10 +231,6 @@ def _in_family(name: str, d: MetricDefinition, present: Sequence[str]) -> Metric
     if fam is not None and fam[1] == "mean" and f"{fam[0]}_ms_median" in present:
         return MetricDefinition(d.unit, d.direction, d.threshold_pct, d.exact, EVIDENCE)
     return d
-
-
-def _as_gate(d: MetricDefinition) -> MetricDefinition:
-    return MetricDefinition(d.unit, d.direction, d.threshold_pct, d.exact, GATE)
 
 
 def _check_vary(vary: Sequence[str]) -> None:
@@ -351,8 +352,7 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
         raise Invalid(f"experiment {exp_id!r}: both arms need runs (baseline "
                       f"{len(ids['baseline'])}, candidate {len(ids['candidate'])})", "experiment")
     block_of = {r.id: r.experiment_block for r in rows}
-    plan = plans_repo.plans(session, {exp_id}).get(exp_id)
-    looks = plan.looks if plan is not None and plan.looks else sel.looks  # the stored plan's
+    sel = sel.planned(plans_repo.plans(session, {exp_id}).get(exp_id))
     series = series_repo.series_rows(session, {keys[i].series_id for i in keys})
     arm_desc = {arm: {i: series_desc(series[keys[i].series_id]) for i in ids[arm]} for arm in ARMS}
     check_identity(arm_desc["baseline"], arm_desc["candidate"], sel.vary,
@@ -396,5 +396,5 @@ def _experiment(session: Session, sel: Selection) -> Comparisons:
                 role=d.role))
     names_of = runs_repo.benchmark_names(session, {r.benchmark_id for r in rows})
     return Comparisons(", ".join(sorted(names_of)), f"experiment:{exp_id}",
-                       sorted(ids["baseline"]), ids["candidate"], varied, sel.alpha, looks, True,
+                       sorted(ids["baseline"]), ids["candidate"], varied, sel.alpha, sel.looks, True,
                        items)

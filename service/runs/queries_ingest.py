@@ -217,38 +217,53 @@ def _keep_experiments(session: Session, runs: list[RunIn],
 def _keep_plans(session: Session, runs: list[RunIn],
                 on_error: Callable[[int, DomainError], None] | None) -> None:
     """An experiment's plan is what its first run says (spec/api.md, One experiment one
-    answer): a record that names other looks than its stored plan, or than an earlier record
-    of the batch, is refused (nothing of the batch is stored)."""
+    answer): a record that names other looks or another question (metrics, thresholds, vary)
+    than its stored plan, or than an earlier record of the batch, is refused (nothing of the
+    batch is stored); one that names none joins the plan."""
     tagged = [(i, r.experiment) for i, r in enumerate(runs) if r.experiment is not None]
     if not tagged:
         return
-    planned: dict[str, int | None] = {p.experiment_id: p.looks for p in session.scalars(
-        select(ExperimentPlan).where(ExperimentPlan.experiment_id.in_(
-            sorted({e.id for _, e in tagged}))))}
+    planned: dict[str, tuple[int | None, dict | None]] = {
+        p.experiment_id: (p.looks, p.question) for p in session.scalars(
+            select(ExperimentPlan).where(ExperimentPlan.experiment_id.in_(
+                sorted({e.id for _, e in tagged}))))}
     for i, exp in tagged:
-        looks = planned.setdefault(exp.id, exp.looks)
+        looks, question = planned.setdefault(exp.id, (exp.looks, exp.question()))
+        e = None
         if exp.looks is not None and exp.looks != looks:
             e = Invalid(f"experiment.looks: experiment {exp.id!r} was planned with "
                         f"{looks if looks is not None else 'no'} looks (its first run); this "
                         f"record says {exp.looks}", "experiment.looks", code="plan_differs")
+        elif exp.question() is not None and exp.question() != question:
+            e = Invalid(f"experiment: experiment {exp.id!r} was asked {_asked(question)} (its "
+                        f"first run); this record asks {_asked(exp.question())}", "experiment",
+                        code="plan_differs")
+        if e is not None:
             if on_error is not None:
                 on_error(i, e)
             raise e
 
 
+def _asked(question: dict | None) -> str:
+    if not question:
+        return "no metrics, thresholds or vary"
+    return "; ".join(f"{k} {v}" for k, v in question.items())[:300]
+
+
 def _add_plans(session: Session, runs: list[RunIn], ids: list[int]) -> None:
     """The plan of each experiment this batch starts, from its first record."""
-    first: dict[str, tuple[int | None, int]] = {}
+    first: dict[str, tuple[int | None, dict | None, int]] = {}
     for run, rid in zip(runs, ids):
         if run.experiment is not None:
-            first.setdefault(run.experiment.id, (run.experiment.looks, rid))
+            first.setdefault(run.experiment.id, (run.experiment.looks, run.experiment.question(), rid))
     if not first:
         return
     known = set(session.scalars(select(ExperimentPlan.experiment_id).where(
         ExperimentPlan.experiment_id.in_(sorted(first)))))
     now = datetime.now(timezone.utc)
-    session.add_all([ExperimentPlan(experiment_id=x, looks=looks, first_run_id=rid, created_at=now)
-                     for x, (looks, rid) in first.items() if x not in known])
+    session.add_all([ExperimentPlan(experiment_id=x, looks=looks, question=question,
+                                    first_run_id=rid, created_at=now)
+                     for x, (looks, question, rid) in first.items() if x not in known])
     session.flush()  # a concurrent first run of the same experiment fails here; the caller retries
 
 

@@ -13,7 +13,15 @@ from pydantic import (
     model_validator,
 )
 
-from ..schemas.common import METRIC_NAME, NAME_MAX, ConfigValue, Name, OptName, Sample
+from ..schemas.common import (
+    FIXED_SERIES_KEYS,
+    METRIC_NAME,
+    NAME_MAX,
+    ConfigValue,
+    Name,
+    OptName,
+    Sample,
+)
 
 
 class MetricIn(BaseModel):
@@ -33,6 +41,31 @@ class ExperimentTag(BaseModel):
     # the looks it was planned with (spec/api.md, One experiment one answer): max_pairs - pairs + 1
     # for --until-decided
     looks: Annotated[StrictInt, Field(ge=1, le=1000)] | None = None
+    # the question the runner asked of it (--metric, --threshold, --vary), part of its plan:
+    # every later asker that names none gets the answer to this one
+    metrics: Annotated[list[Annotated[str, Field(min_length=1, max_length=NAME_MAX)]],
+                       Field(min_length=1, max_length=64)] | None = None
+    thresholds: Annotated[dict[Annotated[str, Field(min_length=1, max_length=NAME_MAX)],
+                               Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]],
+                          Field(min_length=1, max_length=64)] | None = None
+    vary: Annotated[list[Annotated[str, Field(min_length=1, max_length=NAME_MAX)]],
+                    Field(min_length=1, max_length=50)] | None = None
+
+    @field_validator("vary")
+    @classmethod
+    def _vary(cls, v: list[str] | None) -> list[str] | None:
+        fixed = [k for k in v or [] if k in FIXED_SERIES_KEYS]
+        if fixed:
+            raise ValueError(f"{fixed[0]!r} can never be varied: series never mix GPU models or "
+                             "counts")
+        return v
+
+    def question(self) -> dict[str, Any] | None:
+        """The metrics, thresholds and vary this record's experiment was asked with, or None
+        where it names none."""
+        q = {k: v for k, v in (("metrics", self.metrics), ("thresholds", self.thresholds),
+                               ("vary", self.vary)) if v}
+        return q or None
 
 
 class BisectTag(BaseModel):

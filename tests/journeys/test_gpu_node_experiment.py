@@ -85,6 +85,9 @@ def test_until_decided_on_a_torch_only_node(served, tmp_path):
     assert len(runs) == 2 * int(looks[-1][0]) and {x["experiment"]["arm"] for x in runs} == {"baseline", "candidate"}
     exp = served.get("/api/v1/experiments/node-exp-1")
     assert exp["verdict"]["verdict"] == "fail", json.dumps(exp)[:500]
+    # the question the node asked (its metric at its threshold) is the one the view answers
+    assert [(m["name"], m["threshold_pct"]) for m in exp["verdict"]["metrics"]] == [("cpu_tok_s", 40.0)]
+    assert runs[0]["experiment"]["thresholds"] == {"cpu_tok_s": 40.0}
     # without a server it says what it needs, in one line
     r = run([str(python), "-m", "collectors", "experiment", "--baseline-cmd", arm,
              "--candidate-cmd", arm, "--until-decided"], cwd=tmp_path)

@@ -8,7 +8,8 @@ from collectors.experiment import block_order
 from tests.conftest import minimal_run
 
 
-def post_experiment(client, exp_id, cand_factor, blocks=6, noise=0.0005, drift=0.02, looks=None):
+def post_experiment(client, exp_id, cand_factor, blocks=6, noise=0.0005, drift=0.02, looks=None,
+                    question=None):
     ids = {"baseline": [], "candidate": []}
     for b in range(blocks):
         f = 1.0 + drift * ((b * 7) % 5 - 2) / 2  # the machine drifts from block to block
@@ -20,7 +21,8 @@ def post_experiment(client, exp_id, cand_factor, blocks=6, noise=0.0005, drift=0
                                       "shared_experts": "late" if arm == "candidate" else "overlap"},
                               started_at=f"2026-11-0{1 + b // 4}T{(b % 4) * 2 + j:02d}:00:00Z",
                               experiment={"id": exp_id, "arm": arm, "block": b,
-                                          **({"looks": looks} if looks else {})},
+                                          **({"looks": looks} if looks else {}),
+                                          **(question or {})},
                               metrics={"tok_s": {"samples": samples}})
             r = client.post("/api/v1/runs", json=run)
             assert r.status_code == 201, r.text
@@ -110,6 +112,44 @@ def test_the_looks_are_the_stored_plans_not_the_largest_tag(client):
     # an experiment whose first run named no looks is judged at the request's
     post_experiment(client, "unplanned", 0.999, blocks=2)
     assert gate(client, "unplanned", max_looks=4)["looks"] == 4
+
+
+def test_the_question_the_runner_asked_is_the_plan_every_asker_gets(client):
+    """The metrics, thresholds and vary the runner asked (`--metric`, `--threshold`, `--vary`)
+    are stored with the plan: the gate without them, the experiment's view and a later ask all
+    judge that question; a request naming its own is answered as asked; a later record asking
+    another is refused (422, one line, nothing of its batch stored)."""
+    asked = {"metrics": ["tok_s"], "thresholds": {"tok_s": 5.0}}
+    post_experiment(client, "q5", 0.99, blocks=4, question=asked)  # -1%, within the 5% asked
+    plain = gate(client, "q5")
+    shown = client.get("/api/v1/experiments/q5").json()["verdict"]
+    for g in (plain, shown):
+        assert g["verdict"] == "pass" and [m["name"] for m in g["metrics"]] == ["tok_s"], g
+        assert g["metrics"][0]["threshold_pct"] == 5.0
+    own = gate(client, "q5", thresholds={"tok_s": 0.5})
+    assert own["verdict"] == "fail" and own["metrics"][0]["threshold_pct"] == 0.5
+    # the same runs without a stored question: the registry's threshold, a regression
+    post_experiment(client, "q-none", 0.99, blocks=4)
+    assert gate(client, "q-none")["verdict"] == "fail"
+    late = minimal_run(benchmark="ab", config={"tp": 1, "batch_size": 1, "shared_experts": "late"},
+                       started_at="2026-11-09T00:00:00Z",
+                       experiment={"id": "q5", "arm": "candidate", "block": 9,
+                                   "metrics": ["tok_s"], "thresholds": {"tok_s": 10.0}})
+    before = client.get("/api/v1/runs", params={"experiment": "q5"}).json()["count"]
+    r = client.post("/api/v1/runs/batch", json={"runs": [
+        {**late, "experiment": {**late["experiment"], **asked}, "started_at": "2026-11-09T01:00:00Z"},
+        late]})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "plan_differs", r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("runs[1].experiment: experiment 'q5' was asked metrics ['tok_s']; "
+                              "thresholds {'tok_s': 5.0} (its first run); this record asks ")
+    assert "\n" not in message
+    assert client.get("/api/v1/runs", params={"experiment": "q5"}).json()["count"] == before
+    untagged = {**late, "experiment": {"id": "q5", "arm": "candidate", "block": 9}}
+    assert client.post("/api/v1/runs", json=untagged).status_code == 201
+    assert gate(client, "q5")["metrics"][0]["threshold_pct"] == 5.0
+    bad = {**late, "experiment": {"id": "q6", "arm": "candidate", "block": 0, "vary": ["gpu"]}}
+    assert client.post("/api/v1/runs", json=bad).status_code == 422
 
 
 def test_gate_request_is_one_or_the_other(client):
