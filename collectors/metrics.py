@@ -1,7 +1,8 @@
 """THE metric registry (spec/metrics.md, "Metric registry"): name, unit, direction, threshold,
 role (spec/api.md, Gating and evidence metrics: `gate` metrics decide the verdict, `evidence`
 metrics, every
-trace-derived figure, are reported beside them and never change it).
+trace-derived figure, are reported beside them and never change it), and the metrics alerts
+watch when not told (`watched`).
 
 Standard library only. The collectors (record building, engine readers, the decode benchmark,
 trace summaries), the service (ingest checks, the gate, history), and the migrations' seed rows
@@ -10,6 +11,7 @@ a record and the service that judges it.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -131,7 +133,23 @@ def parse_thresholds(items: list[str] | None) -> dict[str, float]:
     for t in items or []:
         name, _, val = t.partition("=")
         try:
-            out[name] = float(val)
+            pct = float(val)
         except ValueError:
             raise ValueError(f"{t!r}: expected METRIC=PERCENT") from None
+        if not name.strip() or not math.isfinite(pct) or pct < 0:
+            raise ValueError(f"{t!r}: expected METRIC=PERCENT, a metric name and a finite "
+                             "percent >= 0")
+        out[name.strip()] = pct
     return out
+
+
+# what alerts watch when not told: the gating metrics people read first
+WATCHED = ("tok_s", "total_tok_s", "req_s", "tpot_ms_mean", "ttft_ms_mean", "itl_ms_mean",
+           "e2el_ms_mean", "latency_s", "kv_capacity_tokens")
+
+
+def watched(names: list[str] | tuple[str, ...] | None = None) -> list[str]:
+    """The metrics alerts evaluate: the registry's gating ones among `names` (default:
+    WATCHED)."""
+    return [m for m in (names if names is not None else WATCHED)
+            if lookup(m) is not None and role_of(m) == GATE]

@@ -70,15 +70,17 @@ def vary_keys(items: list[str] | None) -> list[str]:
     return [k.strip() for v in items or [] for k in v.split(",") if k.strip()]
 
 
+QUESTION_MAX = 50  # metrics, thresholds or vary keys a question names, at most, each
+
+
 def gate_fields(metrics: list[str] | None, threshold_items: list[str] | None,
                 vary_items: list[str] | None) -> dict:
     """The `metrics`, `thresholds` and `vary` of a gate request, from --metric, --threshold and
-    --vary (only those given)."""
-    out: dict = {}
-    if metrics:
-        out["metrics"] = metrics
-    if threshold_items:
-        out["thresholds"] = thresholds(threshold_items)
-    if vary_items:
-        out["vary"] = vary_keys(vary_items)
-    return out
+    --vary (only those that name something, each name once); UsageError past QUESTION_MAX."""
+    out: dict = {"metrics": list(dict.fromkeys(m.strip() for m in metrics or [] if m.strip())),
+                 "thresholds": thresholds(threshold_items),
+                 "vary": list(dict.fromkeys(vary_keys(vary_items)))}
+    for field, flag in (("metrics", "--metric"), ("thresholds", "--threshold"), ("vary", "--vary")):
+        if len(out[field]) > QUESTION_MAX:
+            raise UsageError(f"{flag}: {len(out[field])} given, at most {QUESTION_MAX}")
+    return {k: v for k, v in out.items() if v}

@@ -38,16 +38,14 @@ from service.format import (
     split_series,
     trace_rank,
 )
-from service.gate import verdicts
+from service.gate import noisecards, verdicts
 from service.gate import view as gate_view
 from service.gate.schemas import GateIn, GateOut, MetricVerdict
-from service.history import noisecards
 from service.jobs import tasks
-from service.runs import reads as runs
 from service.runs.schemas import RUN_EXTRAS
 from service.sandbox import Sandbox
 from service.schemas import parse_run_ids, parse_thresholds, parse_vary
-from service.usecases import overview, pages, summaries
+from service.usecases import overview, pages, runs, summaries
 
 from . import auth, figures, home
 from .values import flat, number, ordering, ordering_of, value

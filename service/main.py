@@ -127,7 +127,8 @@ def _error_handlers(app: FastAPI) -> None:
 
 
 def _routers(app: FastAPI) -> None:
-    """One router per resource (service/api/routes/)."""
+    """Each concept's router (its routes.py), and the benchmark list's and health's
+    (service/api/routes/)."""
 
     app.include_router(runs.router)
     app.include_router(traces.router)

@@ -15,10 +15,9 @@ from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
 from .jobs import open_queue, tasks
 from .runs import ingest
-from .runs import reads as runs
 from .runs.schemas import RunIn
 from .traces import attach as traces
-from .usecases import summaries
+from .usecases import runs, summaries
 
 BASELINES_FILE = "baselines.json"
 

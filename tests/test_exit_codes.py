@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from collectors.errors import EXIT_DATAERR, EXIT_ERROR, EXIT_UNAVAILABLE, for_status
-from service.github.client import GitHub, GitHubError
 from service.github.comment import github_error
+from service.github_rest import GitHub, GitHubError
 from service.version import VERSION
 from tests.conftest import DATA, ROOT
 from tests.github_standin import TOKEN, FakeGitHub

@@ -53,7 +53,7 @@ def test_many_ids_read_as_ranges_and_json_lists_them_all(live_server, tmp_path):
 
 
 def test_github_down_names_the_url():
-    from service.github.client import GitHub, GitHubError
+    from service.github_rest import GitHub, GitHubError
 
     gh = GitHub("t", "http://127.0.0.1:9")
     gh.backoff_s = 0.0

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.layout import ROOT, concept_files, modules, role
+from tests.layout import CONCEPTS, ROOT, concept_files, modules, role
 
 
 def imports(path: Path) -> set[str]:
@@ -170,7 +170,7 @@ def test_use_cases_build_no_queries():
     words = ("select(", "session.execute(", "session.scalar", "session.query(", "session.get(",
              "session.add(", "session.delete(")
     bad = [f"{p.relative_to(ROOT)}: {w}" for p in [
-        *(p for folder in ("service/usecases", "service/bot", "dashboards") for p in files(folder)),
+        *(p for folder in ("service/usecases", "dashboards") for p in files(folder)),
         *concept_files("usecases")] for w in words if w in p.read_text()]
     assert bad == []
 
@@ -350,3 +350,42 @@ def test_a_function_imports_a_project_module_only_for_a_heavy_dependency():
               if "#" not in text]
     assert silent == []
     assert len(found) <= 2
+
+
+SHARED = ("usecases", "repositories")  # the use cases and queries no one concept owns
+
+
+def concept_graph() -> dict[str, set[str]]:
+    """Concept -> the concepts its logic and queries import (a concept's folder, or the shared
+    use cases and queries): imports of their tables, bodies and routes not counted."""
+    folders = CONCEPTS + SHARED
+    mods = {n: p for n, p in _modules().items() if n.split(".")[:2][-1] in folders
+            and n.startswith("service.")}
+    graph: dict[str, set[str]] = {f: set() for f in folders}
+    for name, p in mods.items():
+        if role(p) not in ("usecases", "repositories"):
+            continue
+        for m in imports(p):
+            while m and m not in mods:
+                m = m.rpartition(".")[0]
+            if m and role(mods[m]) in ("usecases", "repositories") \
+                    and m.split(".")[1] != name.split(".")[1]:
+                graph[name.split(".")[1]].add(m.split(".")[1])
+    return graph
+
+
+def test_concepts_import_one_way():
+    """Between the concepts' folders, logic and queries import one way (lazy imports included):
+    runs below traces and history, the gate above them, the bot above the gate.
+    A concept's routes compose any concepts (only the app mounts them), and its tables and
+    bodies are the one schema and vocabulary every query and answer may name."""
+    import graphlib
+
+    graph = concept_graph()
+    assert len([c for c, deps in graph.items() if deps]) >= 8
+    try:
+        order = tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"concepts import each other: {' -> '.join(e.args[1])}") from None
+    assert order.index("runs") < order.index("gate") < order.index("github")
+    assert "runs" in graph["traces"] and "gate" in graph["github"] and "history" in graph["gate"]

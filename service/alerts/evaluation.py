@@ -19,10 +19,9 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from collectors.metrics import HIGHER, lookup, threshold_pct
+from collectors.metrics import HIGHER, lookup, threshold_pct, watched
 
 from ..db import Session
-from ..gate import comparisons
 from ..history import queries as hist_repo
 from ..history import reads as history
 from ..repositories import series as series_repo
@@ -68,7 +67,7 @@ def evaluate_new(session: Session, bench: history.BenchmarkRow) -> Pass:
 def _evaluate_runs(session: Session, bench: history.BenchmarkRow, run_ids: list[int]
                    ) -> tuple[list[int], int]:
     """The new alerts of `run_ids` and how many more runs left the inbox with them."""
-    metrics = comparisons.watched_metrics(runs_repo.metric_names(session, run_ids)) \
+    metrics = watched(runs_repo.metric_names(session, run_ids)) \
         if run_ids else []
     if not metrics:
         return [], 0
@@ -102,7 +101,7 @@ def _rebuild_series(session: Session, bench: history.BenchmarkRow, series_ids: s
     off it first, since the rebuild judges them (a worker far behind, whose pass holds the
     oldest runs, rebuilds a series once, not again at each pass that brings older runs)."""
     taken = hist_repo.take_series_pending(session, bench.id, sorted(series_ids))
-    names = comparisons.watched_metrics(runs_repo.metric_names(session, taken)) if taken else []
+    names = watched(runs_repo.metric_names(session, taken)) if taken else []
     new: list[int] = []
     for sid in sorted(series_ids):
         for metric in sorted(set(metrics) | set(names)):
@@ -153,8 +152,8 @@ def reevaluate_series(session: Session, bench: history.BenchmarkRow, series_id: 
     its longest metric)."""
     series_repo.lock(session, [series_id])
     taken = hist_repo.take_series_pending(session, bench.id, [series_id])
-    names = comparisons.watched_metrics(runs_repo.metric_names(session, taken)) if taken else []
-    own = comparisons.watched_metrics(hist_repo.series_metrics(session, series_id))
+    names = watched(runs_repo.metric_names(session, taken)) if taken else []
+    own = watched(hist_repo.series_metrics(session, series_id))
     new: list[int] = []
     runs = 0
     for metric in sorted(set(metrics or []) | set(own) | set(names)):

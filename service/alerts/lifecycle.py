@@ -17,12 +17,13 @@ import logging
 import shlex
 from typing import Any
 
+from collectors.metrics import watched
+
 from ..config import Settings
 from ..db import Session, SessionFactory
 from ..errors import Invalid, NotFound
 from ..format import clean, md, md_comment, series_label
-from ..gate import comparisons
-from ..github.client import GitHub
+from ..github_rest import GitHub
 from ..history import reads as history
 from ..repositories import series as series_repo
 from ..repositories import upkeep
@@ -42,7 +43,7 @@ def evaluate(session: Session, bench_name: str | None = None,
     benches = [history.get_benchmark(session, bench_name)] if bench_name else \
         history.benchmarks(session)
     return [a for bench in benches
-            for a in evaluation.evaluate(session, bench, comparisons.watched_metrics(metrics))]
+            for a in evaluation.evaluate(session, bench, watched(metrics))]
 
 
 def keep_statistics(sessions: SessionFactory) -> list[str]:

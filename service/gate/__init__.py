@@ -3,4 +3,5 @@ schemas.py (their bodies), comparisons.py (THE place that matches series and pic
 for every asker), verdicts.py (the comparisons judged once by service/stats/gate.py, and the
 answer made), view.py (the answer as a reader sees it, for every output format), report.py
 (the plain-text tables of `perfwarden gate` and `perfwarden noise`), evidence.py (the profiler
-evidence beside each verdict)."""
+evidence beside each verdict), noisecards.py (a series' noise card: in the compare answer, the
+PR comment and /api/v1/noise)."""

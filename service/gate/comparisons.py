@@ -1,8 +1,8 @@
 """THE place that builds comparisons (spec/api.md, "Gate"): it matches series and picks metrics for
-every asker (gate, /compare, experiments, pages, CLI, PR comment) and says which metrics alerts
-watch. A `Selection` (baseline runs or an experiment's arms in blocks; candidate runs; vary; metrics;
-thresholds; alpha; looks) goes in, `Comparisons` (one `Comparison` per metric and series) come out,
-and `judged()` hands them to service/stats/gate.judge once, at the level in use (alpha / looks)."""
+every asker (gate, /compare, experiments, pages, CLI, PR comment). A `Selection` (baseline runs or
+an experiment's arms in blocks; candidate runs; vary; metrics; thresholds; alpha; looks) goes in,
+`Comparisons` (one `Comparison` per metric and series) come out, and `judged()` hands them to
+service/stats/gate.judge once, at the level in use (alpha / looks)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -16,10 +16,10 @@ from ..baselines import named as baselines
 from ..curations import marks as curations
 from ..db import Session
 from ..errors import Invalid, NotFound
-from ..experiments import queries as plans_repo
 from ..history import reads as history
 from ..repositories import series as series_repo
 from ..runs import queries as runs_repo
+from ..runs import queries_plans as plans_repo
 from ..runs.unknown import check_unknown, knows, unvaried
 from ..schemas import FIXED_SERIES_KEYS
 from ..stats.blocked import assess_blocks, look_alpha
@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 ARMS = ("baseline", "candidate")
 # the newest runs of a series' history that give the spread of spec/api.md, Few baseline runs
 HISTORY_RUNS = 30
-# what alerts watch when not told: the gating metrics people read first
-WATCHED = ("tok_s", "total_tok_s", "req_s", "tpot_ms_mean", "ttft_ms_mean", "itl_ms_mean",
-           "e2el_ms_mean", "latency_s", "kv_capacity_tokens")
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class Selection:
             return self
         q = plan.question or {}
         return replace(self, looks=plan.looks or self.looks, metrics=self.metrics or tuple(
-            q.get("metrics", ())), vary=self.vary or tuple(q.get("vary", ())),
+            dict.fromkeys(q.get("metrics", ()))), vary=self.vary or tuple(dict.fromkeys(q.get("vary", ()))),
             thresholds={**q.get("thresholds", {}), **self.thresholds})
 
     @classmethod
@@ -115,12 +112,6 @@ def metric_definitions(session: Session, names: Sequence[str]) -> dict[str, Metr
             out[n] = MetricDefinition(r.unit, r.direction, r.threshold_pct, r.exact,
                                       role_of(n, r.gated))
     return out
-
-
-def watched_metrics(names: Sequence[str] | None = None) -> list[str]:
-    """The metrics alerts evaluate: the gating ones among `names` (default: WATCHED)."""
-    return [m for m in (names if names is not None else WATCHED)
-            if lookup(m) is not None and role_of(m) == GATE]
 
 
 def count_once(ids: Sequence[int], keys: Mapping[int, runs_repo.RunKey],

@@ -11,11 +11,10 @@ from collectors.traces.summary import valid as valid_summary
 from ..curations import marks as curations
 from ..db import Session
 from ..explain import causes
-from ..history import noisecards
 from ..runs import queries as runs_repo
 from ..stats.assess import Side
 from ..stats.gate import Judgement, MetricResult
-from . import comparisons
+from . import comparisons, noisecards
 from .comparisons import Comparisons, Selection
 from .schemas import (
     CompareOut,

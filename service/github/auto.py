@@ -8,7 +8,7 @@ import logging
 import threading
 
 from ..db import transaction
-from .client import GitHub
+from ..github_rest import GitHub
 from .markdown import marker, render, with_pending
 from .prcomments import pr_verdict, record_comment
 

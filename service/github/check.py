@@ -7,7 +7,7 @@ from __future__ import annotations
 from collectors.verdicts import FAIL, INCONCLUSIVE, PASS, REGRESSION
 
 from ..gate.schemas import CompareOut
-from .client import GitHub, GitHubError
+from ..github_rest import GitHub, GitHubError
 from .markdown import compare_url, headline, kernel_table, reasons, verdict_table
 
 CONCLUSION = {PASS: "success", FAIL: "failure", INCONCLUSIVE: "neutral"}

@@ -13,8 +13,8 @@ from ..experiments.schemas import ExperimentOut
 from ..explain.schemas import ExplainOut
 from ..format import md
 from ..gate.schemas import CompareOut
+from ..github_rest import GitHub, GitHubError
 from .check import error_title, post_check, post_error_check
-from .client import GitHub, GitHubError
 from .markdown import append_step_summary, marker, render, with_pending
 
 

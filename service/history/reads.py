@@ -1,7 +1,7 @@
 """A benchmark's history: per-run figures by series, change points, noise (the dashboard's
 pages: usecases/pages.py). History reads one branch (spec/api.md): the benchmark's default
 branch unless asked otherwise, by the one history rule of spec/api.md, History one rule
-(history/queries.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
+(runs/queries_filter.filter_runs: no pull-request runs, no experiment arms, no bisect runs); a
 record posted twice counts once."""
 from __future__ import annotations
 

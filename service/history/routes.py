@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ..api.deps import ReadAccess, SessionDep, errors
-from . import noisecards
+from ..gate import noisecards
 from . import reads as history
 from .schemas import ChangePointsOut, NoiseOut
 

@@ -11,7 +11,8 @@ from sqlalchemy.orm import Session, aliased
 from ..baselines.tables import Baseline
 from ..curations.tables import Curation
 from ..models import Benchmark, BenchmarkCount, Series
-from ..runs.queries import counted, filter_runs
+from ..runs.queries import counted
+from ..runs.queries_filter import filter_runs
 from ..runs.tables import Run, RunMetric
 from ..traces.tables import TraceFile
 

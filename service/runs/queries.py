@@ -16,10 +16,10 @@ from collectors.metrics import lookup
 
 from ..baselines.tables import Baseline
 from ..errors import NotFound
-from ..history.queries import filter_runs
 from ..history.tables import SeriesState
 from ..models import Benchmark, BenchmarkCount, MetricDef, Series
 from ..traces.tables import TraceFile
+from .queries_filter import filter_runs
 from .tables import Run, RunMetric, Sample
 
 

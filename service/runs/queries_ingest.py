@@ -1,6 +1,7 @@
 """Storing runs in bulk: one INSERT ... RETURNING for the runs of a batch, COPY (PostgreSQL) or
 one executemany for their samples, per-run figures and evaluation inbox rows; benchmark, series
-and metric-registry rows created on first use. Never commits: the caller owns the transaction."""
+and metric-registry rows created on first use; the experiments' plans checked and stored with
+their first run. Never commits: the caller owns the transaction."""
 from __future__ import annotations
 
 import hashlib
@@ -234,7 +235,7 @@ def _keep_plans(session: Session, runs: list[RunIn],
             e = Invalid(f"experiment.looks: experiment {exp.id!r} was planned with "
                         f"{looks if looks is not None else 'no'} looks (its first run); this "
                         f"record says {exp.looks}", "experiment.looks", code="plan_differs")
-        elif exp.question() is not None and exp.question() != question:
+        elif exp.question() is not None and _key(exp.question()) != _key(question):
             e = Invalid(f"experiment: experiment {exp.id!r} was asked {_asked(question)} (its "
                         f"first run); this record asks {_asked(exp.question())}", "experiment",
                         code="plan_differs")
@@ -242,6 +243,13 @@ def _keep_plans(session: Session, runs: list[RunIn],
             if on_error is not None:
                 on_error(i, e)
             raise e
+
+
+def _key(question: dict | None) -> tuple:
+    """A question as compared: the names it lists in any order, each threshold by its metric."""
+    q = question or {}
+    return (sorted(q.get("metrics") or ()), sorted((q.get("thresholds") or {}).items()),
+            sorted(q.get("vary") or ()))
 
 
 def _asked(question: dict | None) -> str:

@@ -22,8 +22,9 @@ from ..api.deps import (
 )
 from ..errors import Invalid, from_validation
 from ..jobs import tasks
-from . import ingest, uploads
-from . import reads as runs
+from ..traces import uploads
+from ..usecases import runs as run_reads
+from . import ingest
 from .schemas import RunBatchCreated, RunBatchIn, RunCreated, RunDeleted, RunIn, RunList, RunOut
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
@@ -123,7 +124,7 @@ def list_runs(session: SessionDep, benchmark: Str200 = None, label: Str200 = Non
               limit: Annotated[int, Query(ge=1, le=1000)] = 100,
               offset: Annotated[int, Query(ge=0, le=10**9)] = 0):
     """Runs, newest first; `count` is the number of matching runs."""
-    return runs.page(session, benchmark, label, branch, commit, gpu, limit=limit, offset=offset,
+    return run_reads.page(session, benchmark, label, branch, commit, gpu, limit=limit, offset=offset,
                      since=since, until=until, repository=repository, pr=pr, experiment=experiment,
                      bisect=bisect)
 
@@ -131,11 +132,11 @@ def list_runs(session: SessionDep, benchmark: Str200 = None, label: Str200 = Non
 @router.get("/runs/{run_id}", response_model=RunOut, dependencies=[ReadAccess],
             responses=errors(401, 404, 422))
 def get_run(run_id: Id, session: SessionDep):
-    return runs.get(session, run_id)
+    return run_reads.get(session, run_id)
 
 
 @router.delete("/runs/{run_id}", response_model=RunDeleted, dependencies=[AdminAccess],
                responses=errors(401, 403, 404, 409, 422, 507))
 def delete_run(run_id: Id, sessions: SessionsDep, settings: SettingsDep, force: bool = False):
     """Remove a run with its samples and traces; a run a baseline holds is 409 unless forced."""
-    return runs.delete(sessions, settings.data_dir, run_id, force)
+    return run_reads.delete(sessions, settings.data_dir, run_id, force)

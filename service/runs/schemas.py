@@ -9,9 +9,12 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+
+from collectors.options import QUESTION_MAX
 
 from ..schemas.common import (
     FIXED_SERIES_KEYS,
@@ -44,25 +47,25 @@ class ExperimentTag(BaseModel):
     # the question the runner asked of it (--metric, --threshold, --vary), part of its plan:
     # every later asker that names none gets the answer to this one
     metrics: Annotated[list[Annotated[str, Field(min_length=1, max_length=NAME_MAX)]],
-                       Field(min_length=1, max_length=64)] | None = None
+                       Field(min_length=1, max_length=QUESTION_MAX)] | None = None
     thresholds: Annotated[dict[Annotated[str, Field(min_length=1, max_length=NAME_MAX)],
                                Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]],
-                          Field(min_length=1, max_length=64)] | None = None
+                          Field(min_length=1, max_length=QUESTION_MAX)] | None = None
     vary: Annotated[list[Annotated[str, Field(min_length=1, max_length=NAME_MAX)]],
-                    Field(min_length=1, max_length=50)] | None = None
+                    Field(min_length=1, max_length=QUESTION_MAX)] | None = None
 
-    @field_validator("vary")
+    @field_validator("metrics", "vary")
     @classmethod
-    def _vary(cls, v: list[str] | None) -> list[str] | None:
-        fixed = [k for k in v or [] if k in FIXED_SERIES_KEYS]
+    def _once(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        fixed = [k for k in v or [] if k in FIXED_SERIES_KEYS and info.field_name == "vary"]
         if fixed:
             raise ValueError(f"{fixed[0]!r} can never be varied: series never mix GPU models or "
                              "counts")
-        return v
+        return list(dict.fromkeys(v)) if v is not None else None
 
     def question(self) -> dict[str, Any] | None:
-        """The metrics, thresholds and vary this record's experiment was asked with, or None
-        where it names none."""
+        """The metrics, thresholds and vary this record's experiment was asked with (each name
+        once), or None where it names none."""
         q = {k: v for k, v in (("metrics", self.metrics), ("thresholds", self.thresholds),
                                ("vary", self.vary)) if v}
         return q or None

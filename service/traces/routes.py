@@ -9,10 +9,8 @@ from fastapi.responses import FileResponse
 
 from ..api.deps import IngestAccess, ReadAccess, SessionDep, SessionsDep, SettingsDep, errors, principal
 from ..jobs import tasks
-from ..runs import uploads
 from ..sandbox import Sandbox
-from . import attach as traces
-from . import intake
+from . import attach, intake, uploads
 from .schemas import StagedTraceOut, TimelineOut, TraceOut
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
@@ -36,11 +34,11 @@ async def upload_trace(run_id: Id, request: Request, response: Response, session
     upload (200)."""
     s = request.app.state.settings
     name = intake.check_filename(filename)
-    bench = await run_in_threadpool(traces.check_run, sessions, run_id)
+    bench = await run_in_threadpool(attach.check_run, sessions, run_id)
     principal(request).check_benchmarks({bench})
     tmp, sha, size = await intake.receive(request, s.data_dir, s.max_trace_bytes,
                                               request.app.state.upload_pace)
-    out, created = await run_in_threadpool(traces.accept, sessions, s.data_dir,
+    out, created = await run_in_threadpool(attach.accept, sessions, s.data_dir,
                                            run_id, tmp, name, sha, size, set_size)
     if out["state"] == "pending":  # (again, for a repeated upload whose job was lost: coalesced)
         await run_in_threadpool(tasks.enqueue_trace, request.app.state.queue, out["id"])
@@ -75,7 +73,7 @@ async def stage_trace(request: Request, response: Response,
 @router.get("/traces/{trace_id}", dependencies=[ReadAccess], responses={
     200: {"content": {"application/octet-stream": {}}}, **errors(401, 404, 422)})
 def download_trace(trace_id: Id, session: SessionDep, settings: SettingsDep):
-    path, filename = traces.download_path(session, settings.data_dir, trace_id)
+    path, filename = attach.download_path(session, settings.data_dir, trace_id)
     return FileResponse(path, filename=filename, media_type="application/octet-stream")
 
 
@@ -85,5 +83,5 @@ async def trace_timeline(trace_id: Id, sessions: SessionsDep, s: SettingsDep,
                          steps: Annotated[int, Query(ge=1, le=50)] = 3):
     """Per-stream op intervals of a few decode steps (us from the first step's start), parsed
     in the analysis sandbox; a trace whose analysis failed is 422 with its reason."""
-    return await run_in_threadpool(traces.timeline, sessions, s.data_dir,
+    return await run_in_threadpool(attach.timeline, sessions, s.data_dir,
                                    trace_id, steps, Sandbox.of(s))

@@ -3,7 +3,7 @@
   many trace rows name it;
 - timelines/<sha256>-<steps>.json: a trace's timeline, kept for the next page that asks;
 - columns/: the loaded columns a rank of an incomplete set keeps for its set's analysis;
-- staged/: files staged for a batch of runs (service/runs/uploads.py), their owners' tallies;
+- staged/: files staged for a batch of runs (service/traces/uploads.py), their owners' tallies;
 - tmp/: uploads being received.
 A trace file removed takes its timelines and kept columns with it (remove_trace)."""
 from __future__ import annotations

@@ -81,6 +81,15 @@ def test_commands_must_write_to_out_and_thresholds_are_read_once():
         thresholds(["tok_s"])
     assert gate_fields(None, ["tok_s=1"], ["a,b", "c"]) == {"thresholds": {"tok_s": 1.0},
                                                           "vary": ["a", "b", "c"]}
+    # the question an experiment's records carry: each name once, nothing empty, nothing a
+    # record would be refused for after its first block ran
+    assert gate_fields(["tok_s", " tok_s", ""], None, [",", "a", "a"]) == {
+        "metrics": ["tok_s"], "vary": ["a"]}
+    for bad in ("=5", "tok_s=nan", "tok_s=inf", "tok_s=-1"):
+        with pytest.raises(CliError, match=r"expected METRIC=PERCENT, a metric name and a finite"):
+            thresholds([bad])
+    with pytest.raises(CliError, match=r"--metric: 51 given, at most 50"):
+        gate_fields([f"m{i}" for i in range(51)], None, None)
 
 
 def test_perfwarden_passes_its_judge_into_the_collectors_experiment_command(monkeypatch):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from service.github.client import GitHub, GitHubError
+from service.github_rest import GitHub, GitHubError
 from tests.conftest import LOCAL, drain_jobs, h200_records
 from tests.github_standin import TOKEN, FakeGitHub
 

@@ -147,7 +147,11 @@ def test_the_question_the_runner_asked_is_the_plan_every_asker_gets(client):
     assert client.get("/api/v1/runs", params={"experiment": "q5"}).json()["count"] == before
     untagged = {**late, "experiment": {"id": "q5", "arm": "candidate", "block": 9}}
     assert client.post("/api/v1/runs", json=untagged).status_code == 201
-    assert gate(client, "q5")["metrics"][0]["threshold_pct"] == 5.0
+    # the same question, its names repeated: the same plan, each metric judged once
+    again = {**late, "experiment": {"id": "q5", "arm": "baseline", "block": 9,
+                                    "metrics": ["tok_s", "tok_s"], "thresholds": {"tok_s": 5.0}}}
+    assert client.post("/api/v1/runs", json=again).status_code == 201
+    assert [m["threshold_pct"] for m in gate(client, "q5")["metrics"]] == [5.0]
     bad = {**late, "experiment": {"id": "q6", "arm": "candidate", "block": 0, "vary": ["gpu"]}}
     assert client.post("/api/v1/runs", json=bad).status_code == 422
 

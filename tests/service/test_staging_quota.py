@@ -78,8 +78,7 @@ def _sha(path) -> str:
 
 
 def test_a_full_disk_answers_507_and_keeps_nothing(settings, monkeypatch):
-    from service.runs import uploads
-    from service.traces import intake, storage
+    from service.traces import intake, storage, uploads
 
     c = _client(settings)
 

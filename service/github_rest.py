@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from .. import outbound
+from . import outbound
 
 RETRIES = 4
 CHECK_SUMMARY_MAX = 65535  # GitHub's limit on a check run's output.summary and output.text

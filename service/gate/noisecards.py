@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 from ..db import Session
 from ..format import num, series_label
-from ..gate import comparisons
+from ..history import reads as history
+from ..history.schemas import NoiseCardOut, NoiseOut
 from ..runs import queries as runs_repo
 from ..stats import noisecard
-from . import reads as history
-from .schemas import NoiseCardOut, NoiseOut
+from . import comparisons
 
 CARD_RUNS = 60  # the newest runs of a history a card reads
 CARDS_MAX = 8  # cards one answer carries at most (a batch-size matrix's series)

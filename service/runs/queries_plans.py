@@ -1,10 +1,10 @@
-"""The interleaved experiments' stored plans (the looks each was planned with)."""
+"""The interleaved experiments' stored plans (the looks and the question each was planned with)."""
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .tables import ExperimentPlan
+from ..experiments.tables import ExperimentPlan
 
 
 def plans(session: Session, experiment_ids: set[str]) -> dict[str, ExperimentPlan]:

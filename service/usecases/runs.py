@@ -12,9 +12,9 @@ from ..db import Session, SessionFactory, transaction
 from ..errors import Conflict, DomainError
 from ..format import series_short
 from ..repositories import series as series_repo
+from ..runs import queries as runs_repo
 from ..sandbox import Sandbox
 from ..traces import analysis, storage
-from . import queries as runs_repo
 
 
 def get(session: Session, run_id: int) -> dict[str, Any]:

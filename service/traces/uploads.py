@@ -20,11 +20,11 @@ from typing import Any
 
 from ..db import Session, SessionFactory, transaction
 from ..errors import Invalid, TooLarge
-from ..traces import intake, storage
-from ..traces import queries as traces_repo
-from . import ingest
-from . import queries as runs_repo
-from .schemas import RunIn, StagedTraceRef
+from ..runs import ingest
+from ..runs import queries as runs_repo
+from ..runs.schemas import RunIn, StagedTraceRef
+from . import intake, storage
+from . import queries as traces_repo
 
 STAGED_TTL_S = 24 * 3600
 
