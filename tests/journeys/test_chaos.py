@@ -97,9 +97,9 @@ def _ends(pid: int) -> int:
 
 def _killed_mid_analysis(victim: subprocess.Popen, also: list[subprocess.Popen]) -> list[int]:
     """SIGKILL `victim` (and `also`) while it runs the pieces of a split scan; the processes it
-    had forked. The scan of a 49 MB document takes under a second, so the pieces are stopped
-    (SIGSTOP) the moment each holds its own pipe end alone, having let go of what it inherited
-    (or 2 s after they were seen), to be killed mid-way for sure."""
+    had forked. The scan of a 49 MB document takes under a second, so each piece is stopped
+    (SIGSTOP) the moment it holds its own pipe end alone, having let go of what it inherited
+    (the rest 2 s after they were seen), to be killed mid-way for sure."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         below = _tree(victim.pid)
@@ -109,8 +109,13 @@ def _killed_mid_analysis(victim: subprocess.Popen, also: list[subprocess.Popen])
         time.sleep(0.002)
     else:
         raise AssertionError("the analysis never forked its pieces")
-    settled = time.monotonic() + 2
-    while any(_ends(p) > 1 for p in pieces) and time.monotonic() < settled:
+    settled, stopped = time.monotonic() + 2, set()
+    while len(stopped) < len(pieces) and time.monotonic() < settled:
+        for p in set(pieces) - stopped:  # each stopped as soon as it holds its own end alone
+            if _ends(p) <= 1:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGSTOP)
+                stopped.add(p)
         time.sleep(0.001)
     for p in below:
         with contextlib.suppress(ProcessLookupError):
