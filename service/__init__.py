@@ -12,7 +12,8 @@ Shared below them: stats/ (pure statistics), models/ and schemas/ (the tables an
 concept owns), repositories/ (their queries), usecases/ (the pages' and the index's reads that join
 concepts: overview, standing, home, pages, summaries, tokens, runs: the run page), api/ (deps.py,
 guard.py, hosts.py, lanes.py, routes/ of the benchmark list and health), cli/ (`perfwarden`).
-Modules: main.py (create_app, where domain errors become HTTP), config.py (settings), db.py (engine
+Modules: main.py (create_app, where domain errors become HTTP), site.py (what the app asks of
+the pages served beside it, found by entry point: the dashboard), config.py (settings), db.py (engine
 and sessions), migrate.py (Alembic from code), errors.py (domain errors), format.py (the number
 rule and the series label), sandbox.py (the process a trace analysis runs in), readcache.py (what
 heavy reads computed, kept per revision of the runs), serving.py (uvicorn against slow clients),

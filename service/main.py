@@ -1,10 +1,11 @@
-"""create_app(settings): the API and the dashboard. Nothing connects at import time."""
+"""create_app(settings): the API and the installed sites (the dashboard: service/site.py).
+Nothing connects at import time."""
 from __future__ import annotations
 
 import asyncio
 import errno
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -12,8 +13,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from dashboards.routes import error_page, is_page, mount, warm
 
 from .alerts import routes as alerts
 from .api.deps import strict_query
@@ -45,6 +44,7 @@ from .history import routes as history
 from .jobs import open_queue, worker
 from .runs import routes as runs
 from .runs.schemas import RunBatchIn, RunIn
+from .site import Site, installed
 from .traces import intake
 from .traces import routes as traces
 from .version import VERSION
@@ -77,10 +77,11 @@ def status_of(e: DomainError) -> int:
 def error_response(status: int, code: str, message: str, field: str | None = None,
                    request: Request | None = None) -> Response:
     """The one JSON error shape: {"error": {"status", "code", "message", "field"}}; on a
-    dashboard page the same message as an HTML page."""
+    site's page (the dashboard's) the same message as an HTML page."""
     if request is not None:
-        if is_page(request.url.path):
-            return error_page(request, status, message)
+        for site in request.app.state.sites:
+            if site.is_page(request.url.path):
+                return site.error_page(request, status, message)
     return JSONResponse({"error": {"status": status, "code": code, "message": message,
                                    "field": field}}, status_code=status)
 
@@ -144,7 +145,8 @@ def _routers(app: FastAPI) -> None:
     app.include_router(health.router)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, sites: Sequence[Site] | None = None) -> FastAPI:
+    """The app: the API, and `sites` (by default every site installed: the dashboard)."""
     settings = settings or Settings()
     from fastapi import Depends
 
@@ -154,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Profiler-guided performance regression checks for LLM inference "
                               "engines (spec/api.md).")
     app.state.settings = settings
+    app.state.sites = list(installed() if sites is None else sites)
     app.state.engine = make_engine(settings.database_url)
     app.state.sessions = session_factory(app.state.engine)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +174,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _routers(app)
     _offline_docs(app)
 
-    mount(app)
+    for site in app.state.sites:
+        site.mount(app)
     _document_raw_bodies(app)
     return app
 
@@ -182,7 +186,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     while the app serves; the queue's connections close with it."""
 
 
-    await asyncio.to_thread(_warm, app, warm)  # the first page view after a start is not
+    await asyncio.to_thread(_warm, app)  # the first page view after a start is not
     stop = None                                 # the slow one
     if app.state.settings.in_process_worker:
         thread, stop = worker.start_thread(app.state.settings, app.state.sessions)
@@ -195,8 +199,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.queue.close()
 
 
-def _warm(app: FastAPI, pages: Callable[[], None]) -> None:
-    pages()
+def _warm(app: FastAPI) -> None:
+    for site in app.state.sites:
+        site.warm()
     try:
         with app.state.engine.connect():  # the pool's first connection
             pass

@@ -70,6 +70,20 @@ def test_collectors_import_nothing_of_the_service_and_cli_is_not_a_library():
     assert [o for o in offenders("service", ("collectors.cli",)) if "CliError" in o] == []
 
 
+def test_packages_import_one_way():
+    """The collectors below the service, the dashboard above it (lazy imports included): the
+    service finds the dashboard as an installed site (service/site.py), never by import."""
+    import graphlib
+
+    graph = {pkg: {m.split(".")[0] for p in files(pkg) for m in imports(p)
+                   if m.split(".")[0] in PROJECT and m.split(".")[0] != pkg} for pkg in PROJECT}
+    try:
+        order = tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        raise AssertionError(f"packages import each other: {' -> '.join(e.args[1])}") from None
+    assert order == ("collectors", "service", "dashboards")
+
+
 def test_errors_carry_no_http():
     text = (ROOT / "service" / "errors.py").read_text()
     assert "status" not in text and "fastapi" not in text and "starlette" not in text

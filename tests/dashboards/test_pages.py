@@ -184,3 +184,25 @@ def test_plotly_is_loaded_by_the_pages_that_draw_charts_only(client):
     run = client.get(f"/runs/{ids['aa'][0]}")
     assert run.status_code == 200 and script in run.text
     assert client.get("/static/plotly.min.js").status_code == 200
+
+
+def test_the_dashboard_is_a_site_the_service_finds_installed(settings):
+    """The service names no page: the dashboard registers itself (entry point group
+    `perfwarden.site`), `create_app` mounts what is installed, and with no site the API stands
+    alone (its errors JSON on every path, no page)."""
+    from fastapi.testclient import TestClient
+
+    import dashboards.routes
+    from service.main import create_app
+    from service.site import installed
+    from tests.conftest import LOCAL
+
+    assert installed() == [dashboards.routes]
+    with TestClient(create_app(settings), **LOCAL) as full:
+        assert full.get("/").headers["content-type"].startswith("text/html")
+        assert full.get("/benchmarks/nothing-here").headers["content-type"].startswith("text/html")
+    with TestClient(create_app(settings, sites=()), **LOCAL) as api:
+        assert api.get("/api/v1/health").status_code == 200
+        r = api.get("/")
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+        assert api.get("/static/plotly.min.js").status_code == 404
