@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: SQLite and PostgreSQL (127.0.0.1:5432, user postgres), headless Chromium.
 # Three parts, each naming its slowest: the tests that measure no time on PYTEST_WORKERS workers
-# (default 2, a test file to each); those marked `cpu_time` (they judge the CPU time of one-thread
+# (default 3, a test file to each: the tests wait on servers, browsers and subprocesses, so on
+# 2 cores a third worker keeps them busier; docs/results.md, "Test suite time"); those marked `cpu_time` (they judge the CPU time of one-thread
 # processes, which a second such test on the other core leaves alone) two at once, in the two
 # groups of about equal time their `xdist_group` marks name; those marked
 # `serial` (they measure wall-clock time) alone.
@@ -19,7 +20,7 @@ part() {  # pytest's exit status, with 5 (none of the tests asked for is in this
   return "$rc"
 }
 status=0
-part -n "${PYTEST_WORKERS:-2}" --dist loadfile --durations=30 -m "not serial and not cpu_time" "$@" \
+part -n "${PYTEST_WORKERS:-3}" --dist loadfile --durations=30 -m "not serial and not cpu_time" "$@" \
   || status=$?
 rc=0
 part -n 2 --dist loadgroup --durations=10 -m cpu_time "$@" || rc=$?

@@ -41,7 +41,8 @@ from .experiments import routes as experiments
 from .explain import routes as explain
 from .gate import routes as gate
 from .history import routes as history
-from .jobs import open_queue, worker
+from .jobs import worker
+from .jobs.queue import open_queue
 from .runs import routes as runs
 from .runs.schemas import RunBatchIn, RunIn
 from .site import Site, installed

@@ -13,7 +13,8 @@ from .baselines import named as baselines
 from .config import Settings
 from .db import make_engine, session_factory, transaction
 from .errors import Invalid, from_validation
-from .jobs import open_queue, tasks
+from .jobs import tasks
+from .jobs.queue import open_queue
 from .runs import ingest
 from .runs.schemas import RunIn
 from .traces import attach as traces

@@ -84,6 +84,21 @@ def test_packages_import_one_way():
     assert order == ("collectors", "service", "dashboards")
 
 
+def test_the_migrations_read_the_tables_without_the_libraries_of_the_logic():
+    """Every command that checks the database's revision runs migrations/env.py, which imports
+    each concept's tables: they bring SQLAlchemy, never the statistics, the queue or the pages
+    (a package's __init__ that imported its logic made `perfwarden tokens list` pay 2 s)."""
+    env = (ROOT / "migrations" / "env.py").read_text()
+    tables = sorted(line.split()[1] for line in env.splitlines()
+                    if line.startswith("import service.") and line.split()[1].endswith(".tables"))
+    assert len(tables) >= 8
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, {', '.join(tables)}; print(' '.join(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    heavy = ("scipy", "statsmodels", "ruptures", "procrastinate", "plotly", "fastapi", "torch")
+    assert sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in heavy}) == []
+
+
 def test_errors_carry_no_http():
     text = (ROOT / "service" / "errors.py").read_text()
     assert "status" not in text and "fastapi" not in text and "starlette" not in text

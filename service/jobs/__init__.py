@@ -12,9 +12,7 @@ coalesce=...)`; the job kinds and what each does are in `tasks.py`; `worker.py` 
 `sweep.py` queues again at start what a crash left, `pause.py` is the tests' pause point;
 `tables.py` is the SQLite queue's table, `queries.py` its reads and writes, `units.py` its
 units of work (enqueue, claim, renew, finish, retry).
+
+The package imports nothing itself: the migrations read `tables.py` without the queue, its
+tasks and every library they bring.
 """
-from __future__ import annotations
-
-from .queue import Queue, open_queue
-
-__all__ = ["Queue", "open_queue"]
