@@ -45,7 +45,7 @@ from .jobs import worker
 from .jobs.queue import open_queue
 from .runs import routes as runs
 from .runs.schemas import RunBatchIn, RunIn
-from .site import Site, installed
+from .site import GROUP, Site, installed
 from .traces import intake
 from .traces import routes as traces
 from .version import VERSION
@@ -158,6 +158,8 @@ def create_app(settings: Settings | None = None, sites: Sequence[Site] | None = 
                               "engines (spec/api.md).")
     app.state.settings = settings
     app.state.sites = list(installed() if sites is None else sites)
+    if sites is None and not app.state.sites:  # a source tree run without `pip install`
+        log.warning("no site installed (entry points %s): serving the API alone", GROUP)
     app.state.engine = make_engine(settings.database_url)
     app.state.sessions = session_factory(app.state.engine)
     settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -186,7 +186,7 @@ def test_plotly_is_loaded_by_the_pages_that_draw_charts_only(client):
     assert client.get("/static/plotly.min.js").status_code == 200
 
 
-def test_the_dashboard_is_a_site_the_service_finds_installed(settings):
+def test_the_dashboard_is_a_site_the_service_finds_installed(settings, monkeypatch, caplog):
     """The service names no page: the dashboard registers itself (entry point group
     `perfwarden.site`), `create_app` mounts what is installed, and with no site the API stands
     alone (its errors JSON on every path, no page)."""
@@ -206,3 +206,8 @@ def test_the_dashboard_is_a_site_the_service_finds_installed(settings):
         r = api.get("/")
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
         assert api.get("/static/plotly.min.js").status_code == 404
+    assert "no site installed" not in caplog.text  # asked for none
+    monkeypatch.setattr("service.main.installed", lambda: [])  # a tree run without its install
+    with TestClient(create_app(settings), **LOCAL) as bare:
+        assert bare.get("/").status_code == 404
+    assert "no site installed (entry points perfwarden.site): serving the API alone" in caplog.text
