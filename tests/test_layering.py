@@ -99,6 +99,17 @@ def test_the_migrations_read_the_tables_without_the_libraries_of_the_logic():
     assert sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in heavy}) == []
 
 
+def test_the_clients_of_the_api_load_no_statistics():
+    """`noise`, `attribute` and `explain` with `--server` are clients of the API: their bodies
+    load the statistics libraries only for the local database's answer (commands/reads.py)."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, service.cli.commands.explain, "
+         "service.cli.commands.history; print(' '.join(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    heavy = ("scipy", "statsmodels", "ruptures", "sqlalchemy", "alembic", "fastapi")
+    assert sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in heavy}) == []
+
+
 def test_errors_carry_no_http():
     text = (ROOT / "service" / "errors.py").read_text()
     assert "status" not in text and "fastapi" not in text and "starlette" not in text

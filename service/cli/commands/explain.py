@@ -1,12 +1,12 @@
-"""`perfwarden explain`'s body: the server's answer, or the same use case on the local database,
-printed: the keys, the kernels at the outlier levels, the deterministic-mode runs, the decision."""
+"""`perfwarden explain`'s body: the server's answer, or the same use case on the local database
+(reads.py), printed: the keys, the kernels at the outlier levels, the deterministic-mode runs,
+the decision."""
 from __future__ import annotations
 
 import argparse
 
-from ...explain.report import explain
 from ...explain.schemas import ExplainOut
-from .local import ask
+from ..common import api, command
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -14,9 +14,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     for k in ("label", "branch", "gpu"):
         if getattr(args, k):
             params[k] = getattr(args, k)
-    result = ask(args.server, "/api/v1/explain", params, ExplainOut,
-                 lambda session: explain(session, args.benchmark, args.metric, args.label,
-                                         args.branch, args.gpu))
+    if args.server:
+        result = ExplainOut.model_validate(api(args.server, "GET", "/api/v1/explain",
+                                               params=params))
+    else:
+        result = command("reads", "explain")(args)
     if args.json:
         print(result.model_dump_json(indent=1))
         return 0

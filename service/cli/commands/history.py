@@ -1,23 +1,22 @@
 """`perfwarden noise` and `perfwarden attribute`'s bodies: the server's answer, or the same use
-case on the local database, printed as a table (or its JSON)."""
+case on the local database (reads.py), printed as a table (or its JSON)."""
 from __future__ import annotations
 
 import argparse
 
-from ...attribution.fit import attribution
 from ...attribution.schemas import AttributionOut
 from ...gate.report import print_noise
-from ...history.reads import noise
 from ...history.schemas import NoiseOut
-from .local import ask
+from ..common import api, command
 
 
 def cmd_noise(args: argparse.Namespace) -> int:
     params = {"benchmark": args.benchmark, "metric": args.metric}
     params.update({k: v for k, v in (("branch", args.branch), ("baseline", args.baseline)) if v})
-    result = ask(args.server, "/api/v1/noise", params, NoiseOut,
-                  lambda session: noise(session, args.benchmark, args.metric, args.branch,
-                                        args.baseline))
+    if args.server:
+        result = NoiseOut.model_validate(api(args.server, "GET", "/api/v1/noise", params=params))
+    else:
+        result = command("reads", "noise")(args)
     if args.json:
         print(result.model_dump_json(indent=1))
         return 0
@@ -34,9 +33,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         params["branch"] = args.branch
     if args.gpu:
         params["gpu"] = args.gpu
-    result = ask(args.server, "/api/v1/attribution", params, AttributionOut,
-                  lambda session: attribution(session, args.benchmark, args.metric, args.label,
-                                              args.branch, args.gpu))
+    if args.server:
+        result = AttributionOut.model_validate(api(args.server, "GET", "/api/v1/attribution",
+                                                   params=params))
+    else:
+        result = command("reads", "attribution")(args)
     if args.json:
         print(result.model_dump_json(indent=1))
         return 0

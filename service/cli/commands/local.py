@@ -3,6 +3,8 @@ or that serve: a bad PERFWARDEN_* value, a missing or unmigrated database is one
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from collectors.errors import CliError
 
@@ -10,7 +12,11 @@ from ...config import Settings
 from ...db import SessionFactory, make_engine, session_factory, transaction
 from ...errors import DomainError
 from ...migrate import current, head
-from ..common import api
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+T = TypeVar("T")
 
 
 def settings() -> Settings:
@@ -39,12 +45,10 @@ def local_session() -> SessionFactory:
     return session_factory(make_engine(s.database_url))
 
 
-def ask(server: str | None, path: str, params: dict, model, local):  # noqa: ANN001
-    """A read from the server when one is given, else the same use case on the local database."""
-    if server:
-        return model.model_validate(api(server, "GET", path, params=params))
+def on_local(read: Callable[[Session], T]) -> T:
+    """A use case on the local database, in one transaction; its domain error is one line."""
     with transaction(local_session()) as session:
         try:
-            return local(session)
+            return read(session)
         except DomainError as e:
             raise CliError(e.message) from None
