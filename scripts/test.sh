@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: SQLite and PostgreSQL (127.0.0.1:5432, user postgres), headless Chromium.
 # Three parts, each naming its slowest: the tests that measure no time on PYTEST_WORKERS workers
-# (default 3, a test file to each: the tests wait on servers, browsers and subprocesses, so on
-# 2 cores a third worker keeps them busier; docs/results.md, "Test suite time"); those marked `cpu_time` (they judge the CPU time of one-thread
-# processes, which a second such test on the other core leaves alone) two at once, in the two
-# groups of about equal time their `xdist_group` marks name; those marked
-# `serial` (they measure wall-clock time) alone.
+# (default 3, a test file to each: the tests wait on servers, browsers and subprocesses, so on 2
+# cores a third worker keeps them busier; docs/results.md, "Test suite time"); those marked
+# `cpu_time` (they judge the CPU time of one-thread processes, which a second such test on the other
+# core leaves alone) two at once, in the two groups of about equal time their `xdist_group` marks
+# name; those marked `serial` (they measure wall-clock time) alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # bytecode caches on, whatever the environment says: the suite starts about 600 Python processes

@@ -255,6 +255,7 @@ def pytest_sessionstart(session):
     than a server. pytest-xdist's controller runs no test: it starts its workers at once."""
     if session.config.getoption("numprocesses", None) and not hasattr(session.config, "workerinput"):
         return
+    import dashboards.routes  # noqa: F401 - the site the app mounts (service/site.py)
     import service.main  # noqa: F401 - every module the app imports
     import service.stats.attribution  # noqa: F401 - statsmodels
     from service.serving import settle
