@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     job_backoff_s: float = Field(2.0, ge=0)
     job_lease_s: float = Field(30.0, gt=0)
     job_poll_s: float = Field(1.0, gt=0)
+    # the pages' summaries refresh an evaluation queues is due this many times as long after the
+    # last refresh of the benchmark ended as that refresh took (0: at once; service/jobs/tasks.py)
+    summary_pace: float = Field(4.0, ge=0, le=100)
     # `perfwarden worker` runs at this CPU niceness (0-19): trace analysis and the summaries'
     # fits yield the CPU to the API (gate requests, ingest) and the database on a shared host
     worker_nice: int = Field(10, ge=0, le=19)

@@ -110,7 +110,10 @@ def settings(db_url, tmp_path, migrated):
     from service.config import Settings
 
     migrated(db_url)
-    return Settings(database_url=db_url, data_dir=tmp_path / "data", bind_host="127.0.0.1")
+    # the summaries' refresh at once: a test that drains its jobs would otherwise wait out the
+    # pace after every refresh a busy machine made slow (tests/service/test_jobs.py tests it)
+    return Settings(database_url=db_url, data_dir=tmp_path / "data", bind_host="127.0.0.1",
+                    summary_pace=0.0)
 
 
 @pytest.fixture

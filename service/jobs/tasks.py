@@ -26,12 +26,11 @@ from .pause import pause_point
 log = logging.getLogger("perfwarden.jobs")
 MAX_DELAY_S = 300.0
 # The pages' summaries (ANOVA over every run, each series' change points) cost more as the
-# history grows. The refresh an evaluation queues is due SUMMARY_PACE times as long after the
-# end of this process's last refresh of the benchmark as that refresh took (at most MAX_DELAY_S;
-# at once after a refresh of under QUICK_REFRESH_S), so a steady stream of ingests spends at most
-# 1/(1 + SUMMARY_PACE) of a core on refreshing however long the history, and a page says what
-# its summary covers meanwhile.
-SUMMARY_PACE = 4.0
+# history grows. The refresh an evaluation queues is due `summary_pace` (a setting, default 4)
+# times as long after the end of this process's last refresh of the benchmark as that refresh
+# took (at most MAX_DELAY_S; at once after a refresh of under QUICK_REFRESH_S), so a steady
+# stream of ingests spends at most 1/(1 + pace) of a core on refreshing however long the history,
+# and a page says what its summary covers meanwhile.
 QUICK_REFRESH_S = 0.25
 _refreshed: dict[str, tuple[float, float]] = {}  # benchmark -> (seconds taken, monotonic end)
 
@@ -96,7 +95,7 @@ def _refresh_explained(ctx: Context, trace_id: int) -> None:
     with transaction(ctx.sessions) as session:
         name = summaries.explained_by_trace(session, trace_id)
     if name is not None:
-        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name))
+        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name, ctx.settings.summary_pace))
 
 
 def _trace_failed(ctx: Context, args: dict[str, Any], error: str) -> None:
@@ -139,7 +138,7 @@ def _evaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
             enqueue_deliveries(ctx.queue, ctx.sessions, ctx.settings, new)
     if evaluated:  # an evaluation that found nothing new (its runs taken by the one before) leaves
         name = str(args["benchmark"])  # the summaries as they are
-        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name))
+        enqueue_summaries(ctx.queue, name, [], summary_wait_s(name, ctx.settings.summary_pace))
 
 
 def _reevaluate_alerts(ctx: Context, args: dict[str, Any]) -> None:
@@ -157,12 +156,12 @@ def _reevaluation_failed(ctx: Context, args: dict[str, Any], error: str) -> None
     reevaluation.fail(ctx.sessions, int(args["evaluation"]), error)
 
 
-def summary_wait_s(benchmark: str) -> float:
-    """How long the refresh queued after an evaluation waits (SUMMARY_PACE)."""
+def summary_wait_s(benchmark: str, pace: float) -> float:
+    """How long the refresh queued after an evaluation waits (`pace`: the setting)."""
     took, end = _refreshed.get(benchmark, (0.0, 0.0))
     if took < QUICK_REFRESH_S:
         return 0.0
-    return max(0.0, min(MAX_DELAY_S, SUMMARY_PACE * took) - (time.monotonic() - end))
+    return max(0.0, min(MAX_DELAY_S, pace * took) - (time.monotonic() - end))
 
 
 def _summarize(ctx: Context, args: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from service.config import Settings
 from tests.conftest import LOCAL, drain_jobs
+from tests.github_standin import POLL_S
 
 TOKEN = "ghp_alert_token_456"
 STEP_SERIES, STEP_AT, RUNS, SERIES = 17, 70, 100, 30
@@ -69,7 +70,7 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True).start()
 
     def close(self):
         self.server.shutdown()

@@ -24,6 +24,7 @@ from sqlalchemy import create_engine, text
 
 from service.jobs.worker import pending
 from tests.conftest import H200, LOCAL, ROOT, minimal_run
+from tests.github_standin import POLL_S
 from tests.service.test_alerts import history
 
 LEASE_S = 2.0
@@ -52,7 +53,7 @@ class DedupingReceiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(POLL_S,), daemon=True).start()
 
     def close(self):
         self.server.shutdown()
@@ -245,7 +246,7 @@ def test_a_slow_summary_refresh_paces_the_next(settings, monkeypatch):
     from service.jobs import tasks
     from tests.conftest import drain_jobs
 
-    app, client = _app(settings)
+    app, client = _app(settings.model_copy(update={"summary_pace": 4.0}))  # the default
     with client as c:
         runs = history(series=1, runs=12)
         name = runs[0]["benchmark"]
@@ -268,7 +269,7 @@ def test_a_slow_summary_refresh_paces_the_next(settings, monkeypatch):
         tasks.enqueue_summaries(app.state.queue, name, [])  # a page finds its summary stale
         assert _waiting(settings.database_url, "summarize") == 1
         monkeypatch.setitem(tasks._refreshed, name, (3.0, time.monotonic() - 20.0))
-        assert tasks.summary_wait_s(name) == 0.0  # long enough ago
+        assert tasks.summary_wait_s(name, 4.0) == 0.0  # long enough ago
     app.state.engine.dispose()
 
 
