@@ -75,7 +75,8 @@ def run(cfg: DecodeConfig) -> list[dict]:
     results = json.loads(result_file.read_text())
     records = [_record(cfg, r, started) for r in results]
     if cfg.profile != "none":
-        profile_records(cfg, records)
+        # a PyTorch-profiler pass forked where the ranks were: it starts with torch imported
+        profile_records(cfg, records, run if start_method(cfg) == "fork" else None)
     return records
 
 

@@ -1,6 +1,8 @@
 """The decode benchmark's profile passes: one process per profiled batch size, under nsys or the
 PyTorch profiler (collectors/profile/), each under the watchdog; its traces analyzed into the
-record. The timed trials never run under a profiler."""
+record. The timed trials never run under a profiler. A PyTorch-profiler pass is forked from the
+benchmark's process where its ranks would be (decode.start_method: a CPU run of one thread), so it
+starts with torch imported; else (nsys, CUDA) it is a new process."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,6 +10,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..profile.nsys import capture_command, export_sqlite
@@ -60,10 +63,14 @@ def profile_steps(cfg: DecodeConfig, model, sync) -> None:  # noqa: ANN001
         torch.cuda.profiler.stop()
 
 
-def profile_records(cfg: DecodeConfig, records: list[dict]) -> None:
+Runner = Callable[[DecodeConfig], object]
+
+
+def profile_records(cfg: DecodeConfig, records: list[dict], fork: Runner | None = None) -> None:
     """Profile passes: one process per profiled batch size, each under a watchdog; its trace
     set analyzed, the summary into the record. A pass that fails or hangs leaves the timed
-    trials and the record as they are, with `profile_error` saying what happened."""
+    trials and the record as they are, with `profile_error` saying what happened. `fork`: the
+    benchmark's own run, called in a forked child for a PyTorch-profiler pass."""
 
     profiled = set(cfg.profile_batch_sizes or cfg.batch_sizes[:1])
     for rec in records:
@@ -71,7 +78,7 @@ def profile_records(cfg: DecodeConfig, records: list[dict]) -> None:
         if M not in profiled:
             continue
         try:
-            files = profile_pass(cfg, M)
+            files = profile_pass(cfg, M, fork)
         except RuntimeError as e:  # the timed trials stand; the record says what failed
             log(cfg, f"[M={M}] warning: {e}")
             rec["profile_error"] = str(e)
@@ -92,9 +99,10 @@ def profile_records(cfg: DecodeConfig, records: list[dict]) -> None:
                 rec["metrics"][key] = metric(key, [value])
 
 
-def profile_pass(cfg: DecodeConfig, M: int) -> list[Path]:
+def profile_pass(cfg: DecodeConfig, M: int, fork: Runner | None = None) -> list[Path]:
     """Run one profile pass (nsys or the PyTorch profiler) in its own process group under a
-    watchdog; returns its trace files."""
+    watchdog; returns its trace files. With `fork`, a PyTorch-profiler pass is `fork(inner)` in a
+    forked child instead of the same config exec'd."""
     kind = cfg.profile
     work = Path(cfg.workdir) / f"{kind}-pass-M{M}"
     # the inner process gets this very config (one batch size, profile-pass mode), so no option
@@ -109,7 +117,9 @@ def profile_pass(cfg: DecodeConfig, M: int) -> list[Path]:
         cmd = capture_command(base, cfg.cuda_graphs) + cmd
     label = f"{kind} profile pass M={M}"
     log(cfg, f"[M={M}] {label} ({cfg.profile_steps} steps, watchdog {cfg.profile_timeout:g} s)")
-    rc, tail = run_watched(cmd, cfg.profile_timeout, label, Path(cfg.workdir) / f"{kind}_M{M}.log")
+    entry = (lambda: fork(inner)) if fork is not None and kind == "torch" else None
+    rc, tail = run_watched(cmd, cfg.profile_timeout, label, Path(cfg.workdir) / f"{kind}_M{M}.log",
+                           entry)
     if kind == "torch":
         files = sorted(work.glob(f"trace_M{M}_rank*.json.gz"))
         if len(files) < cfg.tp:

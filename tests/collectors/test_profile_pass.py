@@ -72,19 +72,18 @@ def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path,
     from collectors.bench import decode
     from collectors.profile import watchdog
 
-    started = []
-    real_popen = subprocess.Popen
+    started = []  # the pass's process group, forked or exec'd, as the watchdog stops it
+    real_kill = watchdog.kill_group
 
-    def popen(*a, **kw):
-        p = real_popen(*a, **kw)
+    def kill_group(p):
         started.append(p.pid)
-        return p
+        real_kill(p)
 
-    monkeypatch.setattr(watchdog.subprocess, "Popen", popen)
+    monkeypatch.setattr(watchdog, "kill_group", kill_group)
     monkeypatch.setenv(PROFILE_HANG_ENV, "1")
-    # 10 s: the pass must get through its torch import and its two forked ranks' gloo set-up
-    # before it reaches the hang (about 2.5 s alone; 8 s was too little on a loaded 2-core
-    # machine when each rank was spawned and imported torch again)
+    # 10 s: the pass must get through its torch import (where it is exec'd) and its two forked
+    # ranks' gloo set-up before it reaches the hang (about 2.5 s alone; 8 s was too little on a
+    # loaded 2-core machine when each rank was spawned and imported torch again)
     cfg = DecodeConfig(device="cpu", tp=2, batch_sizes=[1], trials=2, steps=3, warmup=1,
                        profile="torch", profile_timeout=10, shape={}, workdir=str(tmp_path),
                        quiet=True)
@@ -100,6 +99,39 @@ def test_hung_profile_pass_ends_by_watchdog_and_keeps_the_timed_trials(tmp_path,
     assert started and not _group_members(started[0])  # the pass's ranks are gone too
     log = tmp_path / "torch_M1.log"
     assert "this profile pass hangs" in log.read_text()
+
+
+def test_a_forked_torch_pass_that_hangs_is_stopped_with_its_ranks(tmp_path):
+    """`collect decode` on the CPU (one thread) forks its PyTorch-profiler pass, torch already
+    imported: the pass runs the same config in its own process group, and when it hangs the watchdog
+    stops it and its two ranks, and the timed trials are kept."""
+    import sys
+
+    env = {**os.environ, PROFILE_HANG_ENV: "1"}
+    out, work = tmp_path / "rec.json", tmp_path / "work"
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "collectors", "collect", "decode", "--device", "cpu",
+                        "--tp", "2", "--batch-sizes", "1", "--trials", "2", "--steps", "3",
+                        "--warmup", "1", "--threads", "1", "--profile", "torch",
+                        "--profile-timeout", "10", "--workdir", str(work), "--quiet",
+                        "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 120
+    (rec,) = json.loads(out.read_text())
+    assert rec["profile_error"].startswith("torch profile pass M=1 stopped by the watchdog after 10 s")
+    assert len(rec["metrics"]["tok_s"]["samples"]) == 2 and "trace_files" not in rec
+    log = (work / "torch_M1.log").read_text()
+    assert "this profile pass hangs" in log
+    # no process of the run is left: the forked pass and its ranks carry the command's line
+    left = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                if str(work).encode() in fh.read():
+                    left.append(d)
+        except OSError:
+            pass
+    assert not left
 
 
 def test_torch_profile_pass_runs_in_its_own_process(tmp_path):
