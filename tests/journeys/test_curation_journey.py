@@ -13,6 +13,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from tests.conftest import ROOT, minimal_run
 from tests.github_standin import TOKEN, FakeGitHub
@@ -32,6 +33,7 @@ def rec(level: float, i: int, rng: random.Random, **over) -> dict:
                                                       for _ in range(5)]}}, **over)
 
 
+@pytest.mark.one_database  # the curations' SQL on both databases: tests/service/test_curations.py
 def test_expected_change_and_mute_reach_the_gate_the_pages_and_the_pr_comment(live_server):
     url, _ = live_server
     rng = random.Random(11)

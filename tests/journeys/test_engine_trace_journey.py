@@ -13,6 +13,7 @@ import shutil
 from html import unescape
 
 import httpx
+import pytest
 
 from tests.conftest import DATA, H200, drain_jobs
 from tests.test_cli import run
@@ -28,6 +29,7 @@ def _trace_dir(tmp_path, name: str, capture: str):
     return d
 
 
+@pytest.mark.one_database  # traces attached on both databases: tests/service/test_ingest_with_traces.py
 def test_vllm_user_attaches_engine_traces(live_server, tmp_path):
     url, app = live_server
     log = DATA / "engines" / "vllm_merged.log"

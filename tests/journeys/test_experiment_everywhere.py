@@ -9,6 +9,7 @@ import re
 import sys
 
 import httpx
+import pytest
 
 from service.format import interval, level_pct, pct
 from tests.test_cli import run
@@ -29,6 +30,7 @@ ARM = (
     "out.write_text(json.dumps([rec]))\n")
 
 
+@pytest.mark.one_database  # the experiments' SQL on both databases: tests/service/test_experiments.py
 def test_one_experiment_one_answer_everywhere(live_server, tmp_path):
     url, _ = live_server
     script = tmp_path / "arm.py"

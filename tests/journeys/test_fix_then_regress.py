@@ -1,4 +1,4 @@
-"""A team's main-branch history through the CI path, on SQLite and PostgreSQL: a served
+"""A team's main-branch history through the CI path: a served
 perfwarden (its jobs in process) gets `perfwarden ingest --server` of each day's runs; a drop
 raises an alert, a fix brings the level back (no alert), the same drop again raises a second
 alert naming the right runs and a bisect line on the server's public URL; then an operator's
@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import httpx
+import pytest
 
 from tests.conftest import count_rows
 
@@ -59,6 +60,7 @@ def _until(what, check, timeout_s: float = 120.0):
     raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
 
 
+@pytest.mark.one_database  # the alerts' SQL on both databases: tests/service/test_alerts.py, test_reevaluation.py
 def test_a_second_regression_after_a_fix_raises_a_second_alert(settings, tmp_path):
     proc, log, url = _serve(settings, tmp_path)
     try:

@@ -97,6 +97,7 @@ def test_an_uploaded_profile_that_cannot_show_the_timed_trials_says_so(settings)
     app.state.engine.dispose()
 
 
+@pytest.mark.one_database  # the rank set's rows on both databases: tests/service/test_rank_race.py
 def test_a_rank_set_arrives_rank_by_rank_and_is_summarized_as_one(settings):
     """Journey (TP2 Kineto, real H200 ranks): rank 0 is uploaded and analyzed by `perfwarden
     worker --drain` while rank 1 is still to come (the run has no set summary yet, rank 0's
