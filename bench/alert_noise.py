@@ -5,11 +5,12 @@ incremental evaluation run it) on real H200 run noise with bimodal clocks and ou
 processes), histories of --runs runs, threshold 0.5%, the change at the middle run.
 
 For each case, over --histories histories: the share of histories with an alert (a worse
-change point of the final recompute), alerts per history, the delay (runs after the change
+change point of the final recompute), alerts per history, the share of histories where an
+alert was ever delivered (what an on-call engineer saw), the delay (runs after the change
 until the alert is first delivered, recomputing after every run) and the share of delivered
 alerts the final recompute no longer holds (none within 3 runs, same direction: withdrawn).
 
-    python bench/alert_noise.py [--histories 100] [--seed 1] [--confirm 3]
+    python bench/alert_noise.py [--histories 100] [--seed 1] [--confirm 3] [--newest-alpha 0.001]
 """
 from __future__ import annotations
 
@@ -79,29 +80,36 @@ def main() -> None:
     ap.add_argument("--confirm", type=int, default=hist.CONFIRM_RUNS,
                     help="runs the newest segment needs before it is judged (the rule's "
                          "CONFIRM_RUNS; other values show what it trades)")
+    ap.add_argument("--newest-alpha", type=float, default=hist.NEWEST_ALPHA,
+                    help="the level the newest segment is judged at (the rule's NEWEST_ALPHA; "
+                         "other values show what it trades)")
     args = ap.parse_args()
     hist.CONFIRM_RUNS = args.confirm
+    hist.NEWEST_ALPHA = args.newest_alpha
     nz = Noise(random.Random(args.seed), argparse.Namespace(
         sd=args.sd, mode_gap=0.3, slow=args.slow, outlier=0.02, outlier_pct=3.0))
     n = args.runs
     print(f"{args.histories} histories of {n} runs, threshold {THRESHOLD}%, run sd {args.sd}%, "
           f"slow clock -0.3% in {100 * args.slow:g}% of runs, 2% outlier processes at -3%; "
-          f"the newest segment judged from {args.confirm} runs")
+          f"the newest segment judged from {args.confirm} runs at {args.newest_alpha:g}")
     for name, shape in CASES.items():
-        alerts, with_alert, delays, sent, gone = 0, 0, [], 0, 0
+        alerts, with_alert, delays, sent, gone, reached = 0, 0, [], 0, 0, 0
         for _ in range(args.histories):
             values = history(nz, shape, n)
             final = [c.index for c in alerting(values)]
             alerts += len(final)
             with_alert += bool(final)
-            for idx, at in delivered(values, 12):
+            first = delivered(values, 12)
+            reached += bool(first)
+            for idx, at in first:
                 sent += 1
                 gone += not any(abs(idx - f) <= NEAR for f in final)
                 if idx >= n // 4:
                     delays.append(at - idx)
         delay = f"{statistics.median(delays):g} (max {max(delays)})" if delays else "-"
         print(f"  {name:<34} histories with an alert {100 * with_alert / args.histories:5.1f}%"
-              f"  alerts/history {alerts / args.histories:5.2f}  delay runs {delay:<12}"
+              f"  alerts/history {alerts / args.histories:5.2f}  delivered in "
+              f"{100 * reached / args.histories:5.1f}% of histories  delay runs {delay:<12}"
               f"  delivered {sent}, withdrawn {100 * gone / sent if sent else 0:.1f}%")
 
 
