@@ -119,6 +119,12 @@ def test_split_pieces_hold_no_socket_or_sibling_pipe(tmp_path, monkeypatch):
     assert cols is not None and cols.n_events == len(doc["traceEvents"])
     held = [set(f.read_text().split()) for f in seen.iterdir()]
     assert len(held) == PROCS
+    # multiprocessing's resource tracker, where an earlier test of this process started it: its
+    # pipe is kept on purpose (collectors/forked.py, settle)
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker._resource_tracker, "_fd", None)
+    kept = {os.readlink(f"/proc/self/fd/{tracker}")} if isinstance(tracker, int) else set()
     for h in held:
         assert mine not in h
-        assert len(h) == 1, h  # its own pipe's write end only (stdio is the test's, a file)
+        assert len(h - kept) == 1, h  # its own pipe's write end only (stdio is the test's, a file)
