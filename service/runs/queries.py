@@ -118,6 +118,10 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
     samples = samples_of(session, [row.id]).get(row.id, {}) if with_samples else {}
     traces = session.scalars(select(TraceFile).where(TraceFile.run_id == row.id)
                              .order_by(TraceFile.id)).all()
+    # the run's trace summary read after its traces: a trace recorded done (in the same commit
+    # as the summary) since the run's row was read is never shown without that summary
+    summary = session.scalar(select(Run.trace_summary).where(Run.id == row.id)) \
+        if with_samples else None
     out = {**(row.extra or {}), "id": row.id, "benchmark": row.benchmark.name,
            "config": row.config, "commit": row.commit, "branch": row.branch, "label": row.label,
            "repository": row.repository, "pr": row.pr, "hardware": row.hardware,
@@ -130,8 +134,7 @@ def run_out(session: Session, row: Run, with_samples: bool = True) -> dict:
            "determinism": row.determinism,
            **({"bisect": row.bisect} if row.bisect else {}),
            # a stored value that is not a mapping (written by hand, a broken migration) is none
-           "trace_summary": row.trace_summary if with_samples and isinstance(
-               row.trace_summary, dict) else None,
+           "trace_summary": summary if isinstance(summary, dict) else None,
            "traces": [{"id": t.id, "filename": t.filename, "sha256": t.sha256,
                        "size_bytes": t.size_bytes, "format": t.format,
                        "state": t.state or "done", "error": t.error,

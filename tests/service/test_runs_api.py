@@ -205,3 +205,36 @@ def test_postgresql_plans_each_statement_for_the_tables_as_they_are(settings):
                 con.execute(text("SELECT count(*) FROM runs WHERE idempotency_key = :k"), {"k": "a"})
             assert con.execute(text("SELECT count(*) FROM pg_prepared_statements")).scalar() == 0
     eng.dispose()
+
+
+def test_a_done_trace_is_never_shown_without_the_runs_summary(client, settings):
+    """The run's row read, then its trace recorded done with the run's summary (one commit, by
+    the analysis job): the answer built from that row still shows the summary, on SQLite (whose
+    reads outside a write see each commit as it lands) and PostgreSQL (read committed)."""
+    from datetime import datetime, timezone
+
+    from service.db import make_engine, session_factory, transaction
+    from service.runs import queries as runs_repo
+    from service.runs.tables import Run
+    from service.traces import queries as traces_repo
+
+    rid = client.post("/api/v1/runs", json=minimal_run()).json()["id"]
+    engine = make_engine(settings.database_url)
+    sessions = session_factory(engine)
+    try:
+        with transaction(sessions) as s:
+            trace_id = traces_repo.add(s, rid, "ab" * 32, "t.json", 10, "kineto", {},
+                                       datetime.now(timezone.utc), state="pending").id
+        reader = sessions()
+        row = reader.get(Run, rid)  # the request's row, before the job records the trace
+        assert row is not None and row.trace_summary is None
+        with transaction(sessions) as s:
+            t = traces_repo.get(s, trace_id)
+            traces_repo.mark_done(t, "kineto", {"steps": 3})
+            traces_repo.set_run_summary(s.get(Run, rid), {"steps": 3})
+        out = runs_repo.run_out(reader, row)
+        reader.close()
+        assert out["traces"][0]["state"] == "done"
+        assert out["trace_summary"] == {"steps": 3}
+    finally:
+        engine.dispose()
