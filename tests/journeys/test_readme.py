@@ -55,7 +55,7 @@ def test_the_tour_runs_as_written(tmp_path):
     assert "address already in use" not in out, "port 8001 is taken: the tour needs it free"
     assert "Traceback" not in out and "error:" not in out, out[-3000:]
     assert "created baseline 'v17' of tour: runs [1, 2, 3, 4, 5]" in out
-    # the tour decides: the planted slowdown (0.47x on a 2-core VM, docs/results.md) is a regression
+    # the tour decides: the planted slowdown (0.31x on a 2-core VM, docs/results.md) is a regression
     gate = re.search(r"verdict: (PASS|FAIL|INCONCLUSIVE)", out)
     assert gate and gate.group(1) == "FAIL", out[-3000:]
     assert "gate exit 1\n" in out
