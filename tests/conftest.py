@@ -13,6 +13,17 @@ DATA = ROOT / "tests" / "data"
 H200 = ROOT / "data" / "h200"
 PG_ADMIN = os.environ.get("PERFWARDEN_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 ARTIFACTS = ROOT / "test-artifacts"
+# the browser tests' screenshots, for a person to look at (no test reads them), are saved there
+# only where PERFWARDEN_SCREENSHOTS=1: the captures cost every page test time (docs/results.md,
+# "Test suite time")
+SCREENSHOTS = os.environ.get("PERFWARDEN_SCREENSHOTS", "") not in ("", "0")
+
+
+def screenshot(page, path: Path, full_page: bool = False) -> None:
+    """Save what `page` shows to `path` where PERFWARDEN_SCREENSHOTS asks for it."""
+    if SCREENSHOTS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), full_page=full_page)
 # TestClient's default peer ('testclient') and Host ('testserver') are not this machine: a
 # client built with these is a request from loopback, as a local CLI or browser makes
 LOCAL = {"base_url": "http://localhost", "client": ("127.0.0.1", 50000)}

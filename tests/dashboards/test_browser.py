@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ARTIFACTS, H200
+from tests.conftest import ARTIFACTS, H200, screenshot
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
@@ -86,9 +86,8 @@ def _open(browser, url, name, size="desktop"):
     resp = page.goto(url)
     assert resp.status == 200, url
     page.wait_for_load_state("networkidle")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}-{size}.png"), full_page=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}-{size}-view.png"))  # what the first screen shows
+    screenshot(page, ARTIFACTS / f"{name}-{size}.png", full_page=True)
+    screenshot(page, ARTIFACTS / f"{name}-{size}-view.png")  # what the first screen shows
     # no chart has a mode bar over its title; the page never scrolls sideways (wide tables
     # scroll inside their own box)
     assert page.locator(".modebar").count() == 0, url
@@ -278,8 +277,7 @@ def test_api_docs_work_offline(settings, live_server, browser):
     ops = page.locator(".opblock").count()
     assert ops >= 15  # runs, batch, traces, baselines, gate, compare, noise, ...
     assert "/api/v1/runs/batch" in page.locator("#swagger-ui").inner_text()
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "docs.png"))
+    screenshot(page, ARTIFACTS / "docs.png")
     assert outside == [] and errors == []
 
 

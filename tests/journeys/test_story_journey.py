@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from service.cli import full_parser
-from tests.conftest import H200
+from tests.conftest import ARTIFACTS, H200, screenshot
 from tests.dashboards.test_browser import SIZES, _open, browser  # noqa: F401
 
 from .conftest import _serve
@@ -48,8 +48,8 @@ def _words(text: str) -> str:
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-def test_home_answers_the_v17_question_and_every_page_agrees(seeded_server, browser, size,  # noqa: F811
-                                                             tmp_path):
+def test_home_answers_the_v17_question_and_every_page_agrees(seeded_server, browser,  # noqa: F811
+                                                             size):
     url = seeded_server.url
     _matrix_ready(url, "moe-decode")
     home, errors = _open(browser, url + "/", "story-home", size)
@@ -83,7 +83,7 @@ def test_home_answers_the_v17_question_and_every_page_agrees(seeded_server, brow
     gate = _words(home.locator("#gate").inner_text())
     assert re.search(r"tok_s M=1 .* -0\.59% -0\.62\.\.-0\.56% .* regression", gate)
     assert home.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1
-    home.screenshot(path=str(tmp_path / f"compare-{size}.png"), full_page=True)
+    screenshot(home, ARTIFACTS / f"story-compare-{size}.png", full_page=True)
     # click 3: a candidate run -> its run page
     with home.expect_navigation():
         home.locator("#runs a[href='/runs/1']").click()
@@ -107,7 +107,7 @@ def test_home_answers_the_v17_question_and_every_page_agrees(seeded_server, brow
     assert "gatherTopK" in page.locator("#explain-kernels").inner_text()
     det = page.locator("#cells tr[data-deterministic='on']")
     assert det.count() == 5 and "deterministic" in det.first.inner_text()
-    page.screenshot(path=str(tmp_path / f"matrix-{size}.png"), full_page=True)
+    screenshot(page, ARTIFACTS / f"story-matrix-{size}.png", full_page=True)
     # click 2: a traced M=8 cell's run -> the aux-gap figures and the kernel
     cell = page.locator("#cells tr", has=page.locator("a.badge.traced")).filter(
         has_text="tp1 overlap eager").filter(has=page.locator("td[data-label='M']", has_text="8"))
