@@ -770,7 +770,8 @@ static cp events(Cur *c, cp p, cp e, Py_ssize_t head, int first_is_event, Py_ssi
         int kept;
         if (p >= e || *p != '{')
             return NULL;  /* an element that is no object */
-        memset(s, 0, sizeof s);
+        for (int f = 0; f < NF + NA; f++)
+            s[f].a = NULL;  /* a field is there where its start is set; its end is read then */
         if (!(p = members(p, e, 0, s)) || !event(c, s, i < head, first_is_event && i == 0, &kept))
             return NULL;
         *skipped += !kept;
