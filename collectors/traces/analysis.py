@@ -80,6 +80,26 @@ def project(trace: Trace, regex: str | None) -> Projection:
                       [r.names[i] for i in used], call_start, call_thread)
 
 
+def join_projections(projs: list[Projection], offsets: list[tuple[int, int, int]]
+                     ) -> Projection:
+    """The projection of the joined ranks (model.concat_traces) from each rank's own, all made
+    with one step regex: a rank's processes and threads follow those of the ranks before it
+    (`offsets`, model.rank_offsets; their keys are not negative), so its steps, in (process,
+    start) order, follow theirs."""
+    cat = np.concatenate
+    op_step, before = [], 0
+    for p in projs:
+        op_step.append(np.where(p.op_step >= 0, p.op_step + before, -1))
+        before += p.step_start_ns.shape[0]
+    return Projection(cat(op_step), cat([p.step_start_ns for p in projs]),
+                      cat([p.step_end_ns for p in projs]),
+                      cat([p.step_proc + off[1] for p, off in zip(projs, offsets)]),
+                      [n for p in projs for n in p.step_names],
+                      cat([p.op_call_start_ns for p in projs]),
+                      cat([np.where(p.op_call_thread >= 0, p.op_call_thread + off[2], -1)
+                           for p, off in zip(projs, offsets)]))
+
+
 def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> list[dict]:
     ops = trace.ops
     ins = proj.op_step >= 0

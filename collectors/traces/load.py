@@ -9,9 +9,9 @@ import shutil
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from .. import forked
 from . import columns
@@ -144,8 +144,15 @@ def rank_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _load_quiet(path: str, step_regex: str | None, name: str | None, parts: int) -> Trace:
-    return _named(load_trace(path, step_regex, None, name, parts), name)
+def _load_quiet(path: str, step_regex: str | None, name: str | None, parts: int,
+                then: Callable[[Trace], Any] | None = None) -> Trace:
+    return _prepared(_named(load_trace(path, step_regex, None, name, parts), name), then)
+
+
+def _prepared(trace: Trace, then: Callable[[Trace], Any] | None) -> Trace:
+    if then is not None:
+        trace.prepared = then(trace)
+    return trace
 
 
 def _named(trace: Trace, name: str | None) -> Trace:
@@ -156,12 +163,14 @@ def _named(trace: Trace, name: str | None) -> Trace:
 
 def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = None,
                 progress: Progress | None = None, jobs: int | None = None,
-                names: Sequence[str] | None = None, keep_in: Path | None = None) -> list[Trace]:
+                names: Sequence[str] | None = None, keep_in: Path | None = None,
+                then: Callable[[Trace], Any] | None = None) -> list[Trace]:
     """Load several files (the ranks of one run), in parallel processes across cores: each
     file's decode is independent, and the loaded columns come back as numpy arrays. `names`:
     the files' own names where they are stored under others. `keep_in`: a folder where each
     file's loaded columns are kept (columns.py): a file loaded before is read from there, not
-    parsed again, and one parsed now is saved there."""
+    parsed again, and one parsed now is saved there. `then(trace)`: computed of each file parsed
+    now, in the process that parsed it (a picklable callable), as its `prepared`."""
     files = [str(p) for p in paths]
     given: list[str | None] = list(names) if names is not None else [None] * len(files)
     out: list[Trace | None] = [None] * len(files)
@@ -174,9 +183,10 @@ def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = Non
     workers = min(len(todo), jobs or os.cpu_count() or 1)
     if workers <= 1:
         for i in todo:
-            out[i] = _named(load_trace(files[i], step_regex, progress, given[i]), given[i])
+            out[i] = _prepared(_named(load_trace(files[i], step_regex, progress, given[i]),
+                                      given[i]), then)
     else:
-        _load_parallel(files, given, todo, out, step_regex, progress, workers)
+        _load_parallel(files, given, todo, out, step_regex, progress, workers, then)
     for i in todo:
         k = kept[i]
         if k is not None and out[i] is not None:
@@ -189,7 +199,7 @@ def load_traces(paths: Sequence[str | os.PathLike], step_regex: str | None = Non
 
 def _load_parallel(files: list[str], given: list[str | None], todo: list[int],
                    out: list[Trace | None], step_regex: str | None, progress: Progress | None,
-                   workers: int) -> None:
+                   workers: int, then: Callable[[Trace], Any] | None) -> None:
     import concurrent.futures as cf
     import multiprocessing as mp
 
@@ -201,7 +211,8 @@ def _load_parallel(files: list[str], given: list[str | None], todo: list[int],
     with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=forked.settle,
                                 initargs=(os.getpid(), set(), False)) as pool:
         parts = max(1, (os.cpu_count() or 1) // workers)  # each file's pieces share the rest
-        futs = {pool.submit(_load_quiet, files[i], step_regex, given[i], parts): i for i in todo}
+        futs = {pool.submit(_load_quiet, files[i], step_regex, given[i], parts, then): i
+                for i in todo}
         for done, fut in enumerate(cf.as_completed(futs), 1):
             i = futs[fut]
             out[i] = fut.result()

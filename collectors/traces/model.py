@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,23 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     graph_trace_rows: int = 0
     range_name_counts: Counter = field(default_factory=Counter)
+    # what the process that loaded this rank computed of it for the analysis (pipeline.py); not
+    # part of the trace: concat_traces and the kept columns leave it out
+    prepared: Any = None
+
+
+def rank_offsets(traces: list[Trace]) -> list[tuple[int, int, int]]:
+    """Where each rank's devices, processes and threads start once the ranks are joined
+    (concat_traces): (device, process, thread) offsets, in rank order."""
+    out = []
+    dev_off = proc_off = thr_off = 0
+    for t in traces:
+        out.append((dev_off, proc_off, thr_off))
+        o, c, r = t.ops, t.calls, t.ranges
+        dev_off += _span(o.device, t.device_labels)
+        proc_off += _span(np.concatenate([o.proc, c.proc, r.proc]), {})
+        thr_off += _span(np.concatenate([c.thread, r.thread]), {})
+    return out
 
 
 def concat_traces(traces: list[Trace]) -> Trace:
@@ -110,8 +128,7 @@ def concat_traces(traces: list[Trace]) -> Trace:
     waits: list[StreamWait] = []
     warnings: list[str] = []
     counts: Counter = Counter()
-    dev_off = proc_off = thr_off = 0
-    for t in traces:
+    for t, (dev_off, proc_off, thr_off) in zip(traces, rank_offsets(traces)):
         remap = np.array([name_index.setdefault(n, len(name_index)) for n in t.names], dtype=np.int32)
         o = t.ops
         ops_parts.append(Ops(o.start_ns, o.end_ns, o.device + dev_off, o.stream, o.corr,
@@ -128,9 +145,6 @@ def concat_traces(traces: list[Trace]) -> Trace:
                                     w.call_ns, w.record_call_ns, w.corr))
         warnings.extend(t.warnings)
         counts.update(t.range_name_counts)
-        dev_off += _span(o.device, t.device_labels)
-        proc_off += _span(np.concatenate([o.proc, c.proc, r.proc]), {})
-        thr_off += _span(np.concatenate([c.thread, r.thread]), {})
     names = list(name_index)
     cat = np.concatenate
     ops = Ops(*(cat([getattr(p, f) for p in ops_parts]) for f in

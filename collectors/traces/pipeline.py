@@ -2,12 +2,13 @@
 
 One path for every caller: `perfwarden analyze` (and its --diff sides), the collector's profile
 pass, `perfwarden ingest --trace` and the service's trace-analysis job. The ranks of a run (one
-file each) load in parallel processes; the summary's `ranks` name each rank's figures with its
-file and the rank number in the file's name. The ordering check runs when asked for (guarded
-kernels or phase, `Check`), or on a preset's kernels where the trace holds any (the server:
-spec/metrics.md)."""
+file each) load in parallel processes, each rank projected onto its steps where it loads; the
+summary's `ranks` name each rank's figures with its file and the rank number in the file's
+name. The ordering check runs when asked for (guarded kernels or phase, `Check`), or on a
+preset's kernels where the trace holds any (the server: spec/metrics.md)."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .analysis import analyze, project, resolve_steps
+from .analysis import analyze, join_projections, project, resolve_steps
 from .hostops import host_ops
 from .load import load_traces, rank_of
-from .model import Trace, TraceError, concat_traces
+from .model import Trace, TraceError, concat_traces, rank_offsets
 from .options import Options, Projection
 from .ordering import REFERENCE_REGEX, check_ordering
 from .presets import GUARD_PRESETS, ROUTED_RANGES
@@ -84,13 +85,16 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
     default = not check.guarded  # no guard named: the routed-expert ranges, then a preset
     keep = keep_regex(opts.step_regex, check.guard_range, ROUTED_RANGES if default else None,
                       REFERENCE_REGEX)
-    traces = load_traces(paths, keep, progress, jobs, names, keep_in)
+    # a set's ranks are projected onto their steps where they load, in parallel
+    then = functools.partial(rank_projection, opts) if len(paths) > 1 else None
+    traces = load_traces(paths, keep, progress, jobs, names, keep_in, then)
     if check.plausible:
         for t in traces:
             check_plausible(t, Path(t.source).name)
     trace = concat_traces(traces)
     topts = resolve_steps(trace, opts)
-    proj = project(trace, str(topts.step_regex))
+    proj = joined_projection(traces, str(topts.step_regex)) or \
+        project(trace, str(topts.step_regex))
     summary = analyze(trace, topts, proj)
     if not len(trace.ops) and all(_kineto_named(p) for p in names or paths):
         # a CPU trace: its operators stand in for kernels
@@ -108,6 +112,26 @@ def analyze_files(paths: Sequence[str | os.PathLike], opts: Options | None = Non
         if ordering is not None:
             summary["ordering"] = ordering
     return summary
+
+
+def rank_projection(opts: Options, trace: Trace) -> tuple[str, Projection]:
+    """One rank projected onto the steps its own ranges choose, and their regex."""
+    regex = str(resolve_steps(trace, opts).step_regex)
+    return regex, project(trace, regex)
+
+
+def joined_projection(traces: list[Trace], regex: str) -> Projection | None:
+    """The set's projection from its ranks' (rank_projection) where each was made with the
+    set's step regex and no process or thread key is negative (the offsets' premise); None
+    where it must be made on the joined trace."""
+    if len(traces) < 2 or not all(isinstance(t.prepared, tuple) and t.prepared[0] == regex
+                                  for t in traces):
+        return None
+    for t in traces:
+        keys = (t.ops.proc, t.calls.proc, t.calls.thread, t.ranges.proc, t.ranges.thread)
+        if any(k.size and int(k.min()) < 0 for k in keys):
+            return None
+    return join_projections([t.prepared[1] for t in traces], rank_offsets(traces))
 
 
 def _default_check(trace: Trace, opts: Options, proj: Projection, preset: str | None

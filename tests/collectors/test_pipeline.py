@@ -2,12 +2,18 @@
 (collectors/traces/pipeline.py), and the rank in a file's name is read in one place."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from collectors.engines.traces import trace_set
-from collectors.traces.load import rank_of
+from collectors.traces import pipeline
+from collectors.traces.analysis import project, resolve_steps
+from collectors.traces.load import load_traces, rank_of
+from collectors.traces.model import concat_traces
+from collectors.traces.options import Options
 from collectors.traces.pipeline import SERVER_CHECK, analyze_files
 from service import format as fmt
 from service.traces import analysis
@@ -114,3 +120,40 @@ def test_each_rank_row_of_a_set_is_what_its_file_gives_alone(files):
     assert whole["steps"] == sum(one["steps"] for one in alone)
     assert whole["aux_gap_count"] == sum(one["aux_gap_count"] for one in alone)
     assert whole["aux_gap_count"] > 0 and len({r["aux_gap_mean_us"] for r in want}) == len(want)
+
+
+SETS = [TP2, [NSYS / "overlap-eager.sqlite", NSYS / "late-graphs.sqlite"],
+        [TP2[0], NSYS / "late-graphs.sqlite", TP2[1]]]
+
+
+@pytest.mark.parametrize("files", SETS, ids=["kineto-tp2", "nsys-eager-and-graphs", "mixed"])
+def test_a_sets_projection_joined_from_its_ranks_is_the_joined_traces(files):
+    """Each rank is projected onto its steps in the process that loads it; the set's projection
+    joined from those is, array for array, the one made on the joined trace, and a rank made
+    with another step regex than the set's is projected again with the set's."""
+    opts = Options()
+    traces = load_traces(files, then=functools.partial(pipeline.rank_projection, opts))
+    trace = concat_traces(traces)
+    regex = str(resolve_steps(trace, opts).step_regex)
+    joined = pipeline.joined_projection(traces, regex)
+    made = project(trace, regex)
+    assert joined is not None and made.step_start_ns.size > 0
+    for f in ("op_step", "step_start_ns", "step_end_ns", "step_proc", "op_call_start_ns",
+              "op_call_thread"):
+        assert np.array_equal(getattr(joined, f), getattr(made, f)), f
+    assert joined.step_names == made.step_names
+    traces[-1].prepared = ("(?!)", traces[-1].prepared[1])
+    assert pipeline.joined_projection(traces, regex) is None
+
+
+def test_a_set_analyzed_with_its_ranks_projections_is_analyzed_as_one_trace(monkeypatch):
+    """`analyze_files` of a set projects no step in its own process (the ranks' projections are
+    joined), and its summary is the one a projection of the joined trace gives."""
+    files = SETS[1]
+    calls: list[int] = []  # this process's calls only: the loading processes are forked
+    real = pipeline.project
+    monkeypatch.setattr(pipeline, "project", lambda *a: calls.append(1) or real(*a))
+    joined = analyze_files(files)
+    assert calls == []
+    monkeypatch.setattr(pipeline, "joined_projection", lambda traces, regex: None)
+    assert analyze_files(files) == joined and calls == [1]
