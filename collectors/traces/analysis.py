@@ -110,13 +110,15 @@ def _streams(trace: Trace, proj: Projection, roles: Roles, opts: Options) -> lis
     span_total: dict[int, float] = {}
     if ins.any():
         g = group[ins]
-        u, inv = np.unique(g, return_inverse=True)
+        u, inv = iv.unique_inverse(g)
         first = np.full(u.size, np.iinfo(np.int64).max)
         last = np.full(u.size, np.iinfo(np.int64).min)
         np.minimum.at(first, inv, ops.start_ns[ins])
         np.maximum.at(last, inv, ops.end_ns[ins])
-        for d, span in zip((u % ndev + dmin).tolist(), (last - first).tolist()):
-            span_total[d] = span_total.get(d, 0) + span
+        dev = u % ndev
+        total = np.zeros(ndev, dtype=np.int64)
+        np.add.at(total, dev, last - first)
+        span_total = {int(d) + dmin: int(total[d]) for d in np.unique(dev)}
     places = device_places(trace)
     for d in sorted(set(roles.main) | set(roles.aux)):
         streams = sorted(({roles.main[d]} if d in roles.main else set()) | roles.aux.get(d, set()))
