@@ -281,6 +281,7 @@ static const Py_ssize_t ARG_LEN[NA] = {6, 6, 11, 14, 33};
 static const char *const KEPT_CATS[] = {
     "kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "cuda_runtime", "cuda_driver",
     "runtime", "driver", "user_annotation", "operator", "cuda_sync", NULL};
+static Py_ssize_t KEPT_LEN[sizeof KEPT_CATS / sizeof *KEPT_CATS];  /* set as the module loads */
 
 typedef struct {
     cp a, b;
@@ -365,6 +366,39 @@ static inline cp next(cp p, cp e, unsigned char close, int *more) {
     return ws(p + 1, e);
 }
 
+/* At a '"': an event's key written as plain text of one of the fields read (every event's keys
+ * in a Kineto trace), as its field number, *after past its closing quote, without the general
+ * scan of a string; -2 where it is not one of them (the general read then decides). */
+static inline int quick_field(cp p, cp e, cp *after) {
+    if (e - p < 6)
+        return -2;
+    int f = -2, n = 0;
+    switch (p[1]) {
+    case 'p':
+        f = p[2] == 'h' ? (n = 2, F_PH) : (p[2] == 'i' && p[3] == 'd') ? (n = 3, F_PID) : -2;
+        break;
+    case 'c':
+        f = (p[2] == 'a' && p[3] == 't') ? (n = 3, F_CAT) : -2;
+        break;
+    case 'n':
+        f = (p[2] == 'a' && p[3] == 'm' && p[4] == 'e') ? (n = 4, F_NAME) : -2;
+        break;
+    case 't':
+        f = p[2] == 's' ? (n = 2, F_TS) : (p[2] == 'i' && p[3] == 'd') ? (n = 3, F_TID) : -2;
+        break;
+    case 'd':
+        f = (p[2] == 'u' && p[3] == 'r') ? (n = 3, F_DUR) : -2;
+        break;
+    case 'a':
+        f = (p[2] == 'r' && p[3] == 'g' && p[4] == 's') ? (n = 4, F_ARGS) : -2;
+        break;
+    }
+    if (f == -2 || p[n + 1] != '"')
+        return -2;
+    *after = p + n + 2;
+    return f;
+}
+
 /* An object's members (at its '{'), checked; the values of the keys read kept in `spans`
  * (an event's fields, then at spans + NF its arguments'; `args`: this object is the
  * arguments). A key read twice: NULL. */
@@ -374,11 +408,19 @@ static cp members(cp p, cp e, int args, Span *spans) {
     if (p < e && *p == '}')
         return p + 1;
     while (more) {
-        cp k;
+        cp k, q;
         Py_ssize_t n;
-        if (!(p = read_key(p, e, &k, &n)))
-            return NULL;
-        int f = args ? arg_of(k, n) : field_of(k, n);
+        int f = args || p >= e || *p != '"' ? -2 : quick_field(p, e, &q);
+        if (f != -2) {
+            p = ws(q, e);
+            if (p >= e || *p != ':')
+                return NULL;
+            p = ws(p + 1, e);
+        } else {
+            if (!(p = read_key(p, e, &k, &n)))
+                return NULL;
+            f = args ? arg_of(k, n) : field_of(k, n);
+        }
         cp a = p;
         if (!args && f == F_ARGS && p < e && *p == '{')
             p = members(p, e, 1, spans + NF);
@@ -473,7 +515,7 @@ static int kept_category(Span s) {
         low[i] = (char)((t[i] >= 'A' && t[i] <= 'Z') ? t[i] + 32 : t[i]);
     }
     for (int i = 0; KEPT_CATS[i]; i++)
-        if (KEPT_CATS[i][0] == low[0] && (Py_ssize_t)strlen(KEPT_CATS[i]) == n &&
+        if (KEPT_CATS[i][0] == low[0] && KEPT_LEN[i] == n &&
             memcmp(low, KEPT_CATS[i], (size_t)n) == 0)
             return i + 1;
     return 0;
@@ -650,12 +692,16 @@ static int is_null(Span x) { return x.b - x.a == 4 && memcmp(x.a, "null", 4) == 
 static int in_float_range(Span x) {
     if (!number(x) || x.b - x.a > 32)
         return 0;
-    for (cp q = x.a; q < x.b; q++)
-        if (*q == 'e' || *q == 'E') {
-            cp d = q + 1 + (q + 1 < x.b && (q[1] == '+' || q[1] == '-'));
-            return x.b - d <= 2;  /* |exponent| < 100 */
-        }
-    return 1;
+    /* an exponent ends a number (its text is checked JSON): its digits are the last run */
+    cp d = x.b;
+    while (d > x.a && d[-1] >= '0' && d[-1] <= '9')
+        d--;
+    if (d > x.a && (d[-1] == '+' || d[-1] == '-'))
+        d--;
+    if (d == x.a || (d[-1] != 'e' && d[-1] != 'E'))
+        return 1;
+    d += *d == '+' || *d == '-';
+    return x.b - d <= 2;  /* |exponent| < 100 */
 }
 
 /* Each field present has a type the typed decode (kineto_events._Event) takes; where one does
@@ -891,8 +937,10 @@ PyMODINIT_FUNC PyInit__kfilter(void) {
     if (!m)
         return NULL;
     Py_ssize_t n = 0;
-    while (KEPT_CATS[n])
+    while (KEPT_CATS[n]) {
+        KEPT_LEN[n] = (Py_ssize_t)strlen(KEPT_CATS[n]);
         n++;
+    }
     PyObject *cats = PyTuple_New(n);
     if (!cats) {
         Py_DECREF(m);

@@ -52,7 +52,8 @@ def _value(r: random.Random, kind: str):
     pick = r.random()
     if kind == "time":
         return (r.uniform(0, 1e7) if pick < 0.7 else r.randint(0, 10**6) if pick < 0.8
-                else r.choice([1.7e15 + r.random(), "123.5", "x", None, -1.5, 0]))
+                else r.choice([1.7e15 + r.random(), "123.5", "x", None, -1.5, 0, 1.5e-7, 5e-5,
+                               -2.5e-5]))
     if kind == "id":
         return (r.randint(0, 9) if pick < 0.7 else r.choice(["Traces", "", "7", -1, 2.5, None,
                                                             10**20]))
@@ -199,6 +200,8 @@ def test_it_never_takes_text_msgspec_refuses():
     b'{"traceEvents": [{"ph": "i", "foo": "\\ud800\\u0041"}]}',  # high, then no low
     b'[{"ph": "X", "cat": "cpu_op", "pid": 1.5}]',  # types the typed decode refuses...
     b'[{"ph": "i", "ts": 1e400}]',
+    b'[{"ph": "i", "ts": -1E+400}]',
+    b'[{"ph": "X", "cat": "kernel", "dur": 2.5e-999}]',
     b'[{"ph": "X", "cat": "cpu_op", "args": [1]}]',
     b'[{"ph": "X", "cat": "cpu_op", "args": {"device": 1.5}}]',
     b'[{"ph": "i", "cat": null}]',  # ...even on events analysis never reads
