@@ -9,6 +9,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from .. import heap
 from ..errors import BadInput, UsageError
 from ..options import positive, stream
 from ..report import print_analysis, print_diff
@@ -69,6 +70,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     prog = Progress(None if args.quiet else sys.stderr)
     if args.reference and not args.guard_range:
         raise UsageError("--reference is the eager trace for --guard-range; give --guard-range too")
+    heap.keep_freed()  # a command that ends with the analysis: its arrays' memory is reused
     try:
         base = _summary(args.traces, args, opts, guard_kernels, prog)
         result: dict = dict(base)
