@@ -8,8 +8,8 @@ Builds, from real H200 captures,
     calls and NVTX ranges repeated the same way);
 then times `perfwarden analyze --json` on each and HTA's
 `TraceAnalysis(...).get_idle_time_breakdown()` on the Kineto one, each in its own process, and
-prints wall time (best of --repeat runs, unobserved) and peak memory (the PSS of the process and
-its children, sampled in one more run).
+prints wall time (best of --repeat rounds, unobserved; each round runs every tool once, in turn)
+and peak memory (the PSS of the process and its children, sampled in one more run).
 
     python bench/trace_speed.py [--mb 220] [--kernels 1080000] [--hta-python PATH]
     python bench/trace_speed.py --mb 250 --ranks 8 --only-ranks --repeat 1   # an 8-rank set
@@ -236,6 +236,26 @@ def build_rank_set(single: Path, ranks: int) -> Path:
     return folder
 
 
+def measure_rounds(jobs: list[tuple], repeat: int) -> list[tuple]:
+    """Each job's best wall time over `repeat` rounds, every job run once a round in turn (the
+    tools compared alternate, so a drift of the machine's speed over the minutes a round takes
+    falls on all of them), then each one's peak memory in a run of its own: rows of (tool,
+    trace, size MB, wall, peak memory, exit code)."""
+    walls: list[list[float]] = [[] for _ in jobs]
+    codes = [0] * len(jobs)
+    for r in range(repeat):
+        for i, (tool, label, _, cmd, env, cwd) in enumerate(jobs):
+            wall, _, code = _measure_once(cmd, env, cwd, sample=False)
+            walls[i].append(wall)
+            codes[i] = codes[i] or code
+            print(f"  round {r + 1}/{repeat}: {tool}, {label}: {wall:.2f} s", file=sys.stderr)
+    rows = []
+    for i, (tool, label, mb, cmd, env, cwd) in enumerate(jobs):
+        _, peak, code = _measure_once(cmd, env, cwd, sample=True)
+        rows.append((tool, label, mb, min(walls[i]), peak, codes[i] or code))
+    return rows
+
+
 def measure(cmd: list[str], env=None, repeat: int = 1, cwd: Path | None = None
              ) -> tuple[float, float, int]:
     """Best wall time over `repeat` runs of a child process, the peak memory of one more run, and
@@ -445,7 +465,7 @@ def main() -> int:
     kin = build_kineto(args.mb)
     compile_tree(ROOT)
     pw = [sys.executable, "-m", "service.cli", "analyze", "--json", "--quiet"]
-    rows = []
+    jobs: list[tuple] = []  # (tool, trace, size MB, command, env, cwd), timed in this order
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     singles: tuple[tuple[str, Path], ...] = ()
     if not args.only_ranks:
@@ -455,8 +475,8 @@ def main() -> int:
             singles += (("kineto json.gz", gzip_copy(kin)),)
             others = (("nsys sqlite", build_nsys(args.kernels)),)
         for label, path in singles + others:
-            wall, rss, code = measure(pw + [str(path)], env, args.repeat)
-            rows.append(("perfwarden analyze", label, path.stat().st_size / 1e6, wall, rss, code))
+            jobs.append(("perfwarden analyze", label, path.stat().st_size / 1e6,
+                         pw + [str(path)], env, None))
     rank_label = ""
     old = tree_at(args.before) if args.before else None  # run from there: -m imports the cwd's
     if old is not None:
@@ -464,38 +484,36 @@ def main() -> int:
     before_env = {**os.environ, "PYTHONPATH": str(old)} if old else None
     if before_env is not None:
         for label, path in singles[:1]:
-            wall, rss, code = measure(pw + [str(path.resolve())], before_env, args.repeat, old)
-            rows.append((f"perfwarden @{args.before}", label, path.stat().st_size / 1e6, wall,
-                         rss, code))
+            jobs.append((f"perfwarden @{args.before}", label, path.stat().st_size / 1e6,
+                         pw + [str(path.resolve())], before_env, old))
     if args.ranks > 1:
         folder = build_rank_set(kin, args.ranks)
         files = sorted(folder.glob("rank*.json"), key=lambda p: int(p.stem[4:]))
         rank_label = f"{args.ranks} ranks json"
         size = sum(f.stat().st_size for f in files) / 1e6
-        wall, rss, code = measure(pw + [str(f) for f in files], env, args.repeat)
-        rows.append(("perfwarden analyze", rank_label, size, wall, rss, code))
+        jobs.append(("perfwarden analyze", rank_label, size, pw + [str(f) for f in files], env,
+                     None))
         if before_env is not None:
-            wall, rss, code = measure(pw + [str(f.resolve()) for f in files], before_env,
-                                      args.repeat, old)
-            rows.append((f"perfwarden @{args.before}", rank_label, size, wall, rss, code))
+            jobs.append((f"perfwarden @{args.before}", rank_label, size,
+                         pw + [str(f.resolve()) for f in files], before_env, old))
         singles += ((rank_label, files[0]),)
     for tool, snippet in (("floor: msgspec decode only", FLOOR_SNIPPET),
                           ("floor: C filter only", FILTER_SNIPPET)):
         for label, path in singles:
             files = sorted(path.parent.glob("rank*.json"), key=lambda p: int(p.stem[4:])) \
                 if label == rank_label else [path]
-            wall, rss, code = measure([sys.executable, "-c", snippet] + [str(f) for f in files],
-                                      env, args.repeat)
-            rows.append((tool, label, sum(f.stat().st_size for f in files) / 1e6, wall, rss,
-                         code))
+            jobs.append((tool, label, sum(f.stat().st_size for f in files) / 1e6,
+                         [sys.executable, "-c", snippet] + [str(f) for f in files], env, None))
     if not args.skip_hta:
         py = hta_python(args.hta_python)
         for label, path in singles:
-            wall, rss, code = measure([py, "-c", HTA_SNIPPET, str(path.parent)], None, args.repeat)
             size = sum(f.stat().st_size for f in path.parent.glob("*.json")) / 1e6 \
                 if label == rank_label else path.stat().st_size / 1e6
-            rows.append(("HTA 0.5.0 idle_time_breakdown", label, size, wall, rss, code))
-    print(f"\nwall: best of {args.repeat} runs each; memory: one more run, sampled")
+            jobs.append(("HTA 0.5.0 idle_time_breakdown", label, size,
+                         [py, "-c", HTA_SNIPPET, str(path.parent)], None, None))
+    rows = measure_rounds(jobs, args.repeat)
+    print(f"\nwall: best of {args.repeat} rounds, the tools in turn in each; memory: one more "
+          "run, sampled")
     print(f"{'tool':<32} {'trace':<16} {'size MB':>8} {'wall s':>8} {'peak PSS MB':>12} {'ok':>4}")
     for tool, label, mb, wall, rss, code in rows:
         ok = "yes" if code == 0 else "NO"
