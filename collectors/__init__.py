@@ -7,4 +7,4 @@ workload, reading order), record.py (run records), experiment.py (interleaved A/
 env.py (what a run ran on), options.py (shared command-line values), errors.py (the one user-
 facing error and the exit codes), report.py (the `analyze` tables), idlist.py (long id lists as
 ranges), forked.py (what a forked child does first: die with its parent, let go of the sockets and
-pipe ends it inherited)."""
+pipe ends it inherited), heap.py (a short command keeps its freed heap blocks for reuse)."""

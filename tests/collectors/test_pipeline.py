@@ -153,7 +153,7 @@ def test_a_set_analyzed_with_its_ranks_projections_is_analyzed_as_one_trace(monk
     calls: list[int] = []  # this process's calls only: the loading processes are forked
     real = pipeline.project
     monkeypatch.setattr(pipeline, "project", lambda *a: calls.append(1) or real(*a))
-    joined = analyze_files(files)
+    joined = analyze_files(files, jobs=2)  # two loading processes whatever the cores
     assert calls == []
     monkeypatch.setattr(pipeline, "joined_projection", lambda traces, regex: None)
-    assert analyze_files(files) == joined and calls == [1]
+    assert analyze_files(files, jobs=2) == joined and calls == [1]
