@@ -11,7 +11,8 @@ import pytest
 from tests.test_cli import run
 
 pytestmark = pytest.mark.cpu_time  # it judges CPU time of one-thread processes: one test a core
-# xdist_group: scripts/test.sh runs these in two groups of about equal time, one a worker
+# cpu_b: scripts/test.sh runs the cpu_time tests in two processes side by side, in two groups of
+# about equal time; cpu_b marks the second
 
 DECODE = (f"{sys.executable} -m collectors collect decode --device cpu --trials 3 --steps 32 "
           "--warmup 2 --threads 1 --quiet --out {out}")
@@ -28,7 +29,7 @@ def orders(records):
     return ["".join("A" if a == "baseline" else "B" for a in by_block[b]) for b in sorted(by_block)]
 
 
-@pytest.mark.xdist_group("cpu-b")
+@pytest.mark.cpu_b
 def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
     out = tmp_path / "slow.json"
     r = run("experiment", "--baseline-cmd", DECODE, "--candidate-cmd", DECODE + " --extra-work 48",
@@ -50,7 +51,6 @@ def test_more_work_is_a_regression_and_aa_is_not(tmp_path):
     assert orders(json.loads(out.read_text())) == ["AB", "BA"]
 
 
-@pytest.mark.xdist_group("cpu-b")
 def test_the_cpu_presets_extra_passes_are_a_regression(tmp_path):
     """The CPU preset decides a candidate of six more shared-expert passes a layer (about 0.45x
     the preset's cpu_tok_s on a 2-core VM; three cost 0.57-0.75x there, too near the 25%
@@ -63,7 +63,6 @@ def test_the_cpu_presets_extra_passes_are_a_regression(tmp_path):
     assert "cpu_tok_s" in r.stdout and "regression" in r.stdout
 
 
-@pytest.mark.xdist_group("cpu-b")
 def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     script = tmp_path / "arm.py"
     script.write_text(
@@ -91,7 +90,7 @@ def test_a_failing_arm_stops_and_keeps_finished_blocks(tmp_path):
     assert r.returncode == 64 and "{out}" in r.stderr
 
 
-@pytest.mark.xdist_group("cpu-b")
+@pytest.mark.cpu_b
 def test_until_decided_adds_blocks_only_while_undecided(tmp_path):
     """Fake arms (no GPU), with a machine drift shared by both arms of a block: a 2% slower
     candidate is decided at the first look (3 blocks); an A/A pair whose candidate processes

@@ -121,7 +121,6 @@ def test_an_unreachable_server_still_posts_a_failed_check(github, tmp_path):
 
 
 @pytest.mark.cpu_time  # it judges the one-thread collect runs' cpu_tok_s
-@pytest.mark.xdist_group("cpu-a")  # scripts/test.sh: two groups of about equal time
 def test_the_defaults_on_a_cpu_runner_red_on_a_planted_slowdown_green_on_the_fix(
         live_server, github, tmp_path):
     """The action's defaults as they are (the CPU preset, three runs a commit, `cpu_tok_s` at

@@ -33,7 +33,7 @@ def test_two_commands_come_first_and_the_readme_stays_short():
 
 
 @pytest.mark.cpu_time  # the tour judges its own one-thread collect runs' cpu_tok_s
-@pytest.mark.xdist_group("cpu-a")  # scripts/test.sh: two groups of about equal time
+@pytest.mark.cpu_b  # scripts/test.sh: two groups of about equal time, side by side
 def test_the_tour_runs_as_written(tmp_path):
     script = _block_after("## A five-minute tour on a CPU")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
