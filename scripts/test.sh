@@ -31,6 +31,7 @@ rc=0
 part -p no:cacheprovider --basetemp "$temp/b" --durations=10 -m "cpu_time and cpu_b" "$@" \
   >"$temp/b.log" 2>&1 &
 second=$!
+echo "the cpu_time tests marked cpu_b run beside these; their report follows this one"
 part -p no:cacheprovider --basetemp "$temp/a" --durations=10 -m "cpu_time and not cpu_b" "$@" \
   || rc=$?
 [ "$status" -eq 0 ] && status=$rc
